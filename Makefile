@@ -1,0 +1,53 @@
+# make demo: set up .venv and run the main job; make test: set up and run the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# A second Triton for the engine tests (3.6: the GPU machine's version, with the range(n) bug on numpy >= 2.4).
+VENV_ALT := .venv-triton36
+PY_ALT := $(VENV_ALT)/bin/python
+STAMP_ALT := $(VENV_ALT)/.installed
+
+.PHONY: demo test test-fast test-alt lint lab bench chromium clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+$(STAMP_ALT): pyproject.toml
+	test -x $(PY_ALT) || $(PYTHON) -m venv $(VENV_ALT)
+	$(PY_ALT) -m pip install -q --upgrade pip
+	$(PY_ALT) -m pip install -q "triton==3.6.0" "numpy>=2.4" pytest pytest-timeout
+	$(PY_ALT) -m pip install -q --no-deps -e .
+	$(PY_ALT) -m pip install -q ml_dtypes tqdm
+	touch $(STAMP_ALT)
+
+# Debian's chromium drives the browser tests (Playwright is pointed at /usr/bin/chromium).
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check kernel_nb tests bench
+	$(VENV)/bin/ruff format --check kernel_nb tests bench
+	$(VENV)/bin/mypy
+
+test: $(STAMP) $(STAMP_ALT) chromium lint
+	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY_ALT) -m pytest -q -p no:cacheprovider tests/engine
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -x tests/engine
+
+demo: $(STAMP)
+	$(PY) -m kernel_nb.demo
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: $(STAMP)
+	$(PY) bench/bench_engine.py
+
+clean:
+	rm -rf $(VENV) $(VENV_ALT) build *.egg-info test-artifacts

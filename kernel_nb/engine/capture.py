@@ -1,0 +1,144 @@
+"""The recorder that instrumented kernels call: statement values, loop iterations, helper call paths.
+
+Full values are kept for the selected programs while the launch's capture budget lasts; every
+program keeps summaries. The rewritten code calls a `FunctionProbe` (one per function per launch),
+which numbers its function's statements into the launch's statement table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernel_nb.engine import triton_compat
+from kernel_nb.trace import Pid, ProgramTrace, Record, Summary
+
+if TYPE_CHECKING:
+    from kernel_nb.engine.hooks import MemoryGuard
+    from kernel_nb.options import Options
+
+
+@dataclass
+class _Frame:
+    label: str
+    loops: list[int] = field(default_factory=list)
+
+
+class Recorder:
+    """Collects one launch's records, program by program."""
+
+    def __init__(self, options: Options, budget_bytes: int, guard: MemoryGuard | None = None) -> None:
+        self.options = options
+        self.capture = options.capture
+        self.budget = budget_bytes
+        self.kept_bytes = 0
+        self.guard = guard
+        self.program = ProgramTrace((0, 0, 0))
+        self.keep = False
+        self.seq = 0
+        self.frames: list[_Frame] = [_Frame("")]
+        self.selected: set[Pid] | None = None if options.pids == "all" else set(options.pids)
+
+    def begin(self, pid: Pid, *, force_keep: bool = False) -> ProgramTrace:
+        """Start recording a program; its values are kept if selected and the budget allows."""
+        selected = self.selected is None or pid in self.selected
+        self.keep = force_keep or (self.capture and selected and self.kept_bytes < self.budget)
+        self.program = ProgramTrace(pid, kept=self.keep)
+        self.seq = 0
+        self.frames = [_Frame("")]
+        return self.program
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq - 1
+
+    @property
+    def iteration(self) -> tuple[int, ...]:
+        return tuple(count for frame in self.frames for count in frame.loops)
+
+    @property
+    def call_path(self) -> tuple[str, ...]:
+        return tuple(frame.label for frame in self.frames[1:])
+
+    def record(self, stmt: int, value: Any) -> None:
+        extracted = self._extract(value)
+        if extracted is None:
+            return
+        data, dtype, shape, pointer_arg = extracted
+        record = Record(
+            stmt=stmt,
+            seq=self.next_seq(),
+            call_path=self.call_path,
+            iteration=self.iteration,
+            dtype=dtype,
+            shape=shape,
+            summary=Summary.of(data),
+            pointer_arg=pointer_arg,
+        )
+        if self.keep:
+            record.value = np.array(data, copy=True)
+            self.kept_bytes += record.value.nbytes
+        self.program.records.append(record)
+
+    def _extract(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], str | None] | None:
+        if triton_compat.is_tensor(value):
+            data = triton_compat.tensor_data(value)
+            if not isinstance(data, np.ndarray):
+                return None
+            shape = triton_compat.tensor_shape(value)
+            data = data.reshape(shape) if data.size == int(np.prod(shape)) else data
+            if triton_compat.is_pointer_tensor(value):
+                offsets, arg = self.guard.offsets(data) if self.guard is not None else (data, None)
+                return offsets, triton_compat.tensor_type_name(value), shape, arg
+            return data, triton_compat.tensor_type_name(value), shape, None
+        value = triton_compat.unwrap_constexpr(value)
+        if isinstance(value, (bool, np.bool_)):
+            return np.asarray(value, dtype=np.bool_), "int1", (), None
+        if isinstance(value, (int, np.integer)):
+            dtype = "int32" if -(2**31) <= int(value) < 2**31 else "int64"
+            return np.asarray(value, dtype=np.int32 if dtype == "int32" else np.int64), dtype, (), None
+        if isinstance(value, (float, np.floating)):
+            return np.asarray(value, dtype=np.float32), "fp32", (), None
+        return None
+
+    def loop_enter(self) -> None:
+        self.frames[-1].loops.append(-1)
+
+    def loop_next(self) -> None:
+        self.frames[-1].loops[-1] += 1
+
+    def loop_exit(self) -> None:
+        self.frames[-1].loops.pop()
+
+    def push_call(self, label: str) -> None:
+        self.frames.append(_Frame(label))
+
+    def pop_call(self) -> None:
+        self.frames.pop()
+
+
+class FunctionProbe:
+    """What one rewritten function calls; maps its statement numbers into the launch's table."""
+
+    def __init__(
+        self, recorder: Recorder, offset: int, breakpoint_hit: Callable[[int], bool], debugger: Callable[[], Any]
+    ) -> None:
+        self._recorder = recorder
+        self._offset = offset
+        self._breakpoint_hit = breakpoint_hit
+        self._debugger = debugger
+        self.loop_enter = recorder.loop_enter
+        self.loop_next = recorder.loop_next
+        self.loop_exit = recorder.loop_exit
+
+    def record(self, stmt: int, value: Any) -> None:
+        if self._recorder.capture:
+            self._recorder.record(self._offset + stmt, value)
+
+    def brk(self, line: int) -> None:
+        if self._breakpoint_hit(line):
+            self._debugger().set_trace(sys._getframe(1))

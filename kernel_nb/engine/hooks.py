@@ -1,0 +1,278 @@
+"""Builder hooks: every load, store and atomic is checked before it happens, then recorded.
+
+Triton's interpreter copies raw addresses in C++ without bounds checks; a stray pointer would read
+garbage or kill the process. The guard checks each active lane against the launch's argument
+buffers first and raises `KernelMemoryError` (naming kernel, line, program, argument and elements)
+instead, so nothing is accessed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from kernel_nb.engine import triton_compat
+from kernel_nb.engine.args import BufferArg
+from kernel_nb.engine.capture import Recorder
+from kernel_nb.errors import KernelAssertionError, KernelMemoryError
+from kernel_nb.trace import BufferMap, Launch, MemoryEvent
+
+Locator = Callable[[], tuple[str, int]]
+
+
+class MemoryGuard:
+    """Checks and records the memory accesses of one launch."""
+
+    def __init__(self, launch: Launch, buffers: list[BufferArg], recorder: Recorder, locate: Locator) -> None:
+        self.launch = launch
+        self.buffers = sorted(buffers, key=lambda b: b.lo)
+        self.recorder = recorder
+        self.locate = locate
+        self.update_maps = True
+        self._starts = np.array([b.lo for b in self.buffers], dtype=np.uint64)
+        merged: list[list[int]] = []
+        for b in self.buffers:
+            if merged and b.lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b.hi)
+            else:
+                merged.append([b.lo, b.hi])
+        self._allowed_lo = np.array([m[0] for m in merged], dtype=np.uint64)
+        self._allowed_hi = np.array([m[1] for m in merged], dtype=np.uint64)
+        self._last_reader: dict[str, np.ndarray] = {}
+        for b in buffers:
+            launch.buffers[b.name] = BufferMap(
+                arg=b.name,
+                size=b.size,
+                shape=b.shape,
+                reads=np.zeros(b.size, np.int32),
+                writes=np.zeros(b.size, np.int32),
+                last_writer=np.full(b.size, -1, np.int32),
+                origin=b.origin,
+            )
+            self._last_reader[b.name] = np.full(b.size, -1, np.int32)
+
+    # -- lookup ---------------------------------------------------------------------------------
+
+    def buffer_at(self, address: int) -> BufferArg | None:
+        """The argument whose span holds the address, else the nearest one below it (or the first)."""
+        if not self.buffers:
+            return None
+        i = int(np.searchsorted(self._starts, np.uint64(address), side="right")) - 1
+        for b in self.buffers[max(i, 0) :: -1] if i >= 0 else []:
+            if b.lo <= address < b.hi:
+                return b
+        return self.buffers[max(i, 0)]
+
+    def offsets(self, addresses: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """Element offsets of pointer values relative to the argument the first lane points into."""
+        flat = addresses.reshape(-1)
+        arg = self.buffer_at(int(flat[0])) if flat.size else None
+        if arg is None:
+            return addresses.astype(np.int64), None
+        return (addresses.astype(np.int64) - arg.ptr) // arg.itemsize, arg.name
+
+    def _in_bounds(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+        if self._allowed_lo.size == 0:
+            return np.zeros(addresses.shape, dtype=bool)
+        i = np.searchsorted(self._allowed_lo, addresses, side="right") - 1
+        safe = np.clip(i, 0, None)
+        return (i >= 0) & (addresses + np.uint64(itemsize) <= self._allowed_hi[safe])
+
+    # -- the hooks ------------------------------------------------------------------------------
+
+    def check(self, op: str, ptrs: Any, active: np.ndarray) -> None:
+        addresses = ptrs.data
+        itemsize = triton_compat.pointer_element_itemsize(ptrs)
+        lanes = addresses[active]
+        ok = self._in_bounds(lanes, itemsize)
+        if ok.all():
+            return
+        bad = lanes[~ok]
+        arg = self.buffer_at(int(bad[0]))
+        file, line = self.locate()
+        pid = self.recorder.program.pid
+        verb = {"load": "reads", "store": "writes"}.get(op, "accesses")
+        source = f"tl.{op}" if op in ("load", "store") else f"tl.{op}"
+        where = f"{self.launch.kernel}:{line} pid=({pid[0]},{pid[1]},{pid[2]})"
+        if arg is None:
+            message = f"{where}: {source} {verb} address {int(bad[0]):#x} but the launch has no array arguments"
+            raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
+        elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
+        lo, hi = int(elements.min()), int(elements.max()) + 1
+        all_active = bool(active.all())
+        advice = (
+            "add a mask, e.g. mask=offsets < n"
+            if all_active
+            else "the mask lets these lanes through; check the mask's bound"
+        )
+        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
+        message = (
+            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} has {arg.size} "
+            f"({bad.size} of {lanes.size} active lanes out of bounds); {advice}"
+        )
+        self.launch.buffers[arg.name].oob.append((self.launch.linear(pid), line, lo))
+        raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
+
+    def event(
+        self,
+        kind: str,
+        ptrs: Any,
+        active: np.ndarray,
+        values: np.ndarray | None,
+        before: np.ndarray | None = None,
+        reads: bool = False,
+        writes: bool = False,
+    ) -> None:
+        addresses = ptrs.data
+        lanes = addresses[active]
+        file, line = self.locate()
+        recorder = self.recorder
+        arg = self.buffer_at(int(lanes[0])) if lanes.size else None
+        event = MemoryEvent(kind, recorder.next_seq(), file, line, arg.name if arg else None, int(lanes.size), 0, 0)
+        if arg is not None:
+            offsets = (lanes.astype(np.int64) - arg.ptr) // arg.itemsize
+            event.lo, event.hi = int(offsets.min()), int(offsets.max()) + 1
+            if self.update_maps:
+                self._count(arg, offsets, reads, writes)
+            if recorder.keep:
+                event.indices = (addresses.astype(np.int64) - arg.ptr) // arg.itemsize
+        if recorder.keep:
+            event.mask = np.array(active, copy=True)
+            event.values = None if values is None else np.array(values, copy=True)
+            event.before = None if before is None else np.array(before, copy=True)
+            recorder.kept_bytes += sum(
+                a.nbytes for a in (event.indices, event.mask, event.values, event.before) if a is not None
+            )
+        recorder.program.events.append(event)
+
+    def _count(self, arg: BufferArg, offsets: np.ndarray, reads: bool, writes: bool) -> None:
+        bmap = self.launch.buffers[arg.name]
+        index = np.unique(offsets + arg.origin)
+        index = index[(index >= 0) & (index < bmap.size)]
+        me = self.launch.linear(self.recorder.program.pid)
+        if reads:
+            last = self._last_reader[arg.name]
+            fresh = index[last[index] != me]
+            bmap.reads[fresh] += 1
+            last[index] = me
+        if writes:
+            fresh = index[bmap.last_writer[index] != me]
+            bmap.writes[fresh] += 1
+            bmap.last_writer[index] = me
+
+    # -- installation ---------------------------------------------------------------------------
+
+    @contextmanager
+    def installed(self, builder: Any) -> Iterator[None]:
+        """Hook the builder's memory operations and device_assert for the duration of a launch."""
+        originals = {
+            name: getattr(builder, name)
+            for name in (
+                triton_compat.LOAD_METHOD,
+                triton_compat.STORE_METHOD,
+                triton_compat.ATOMIC_RMW_METHOD,
+                triton_compat.ATOMIC_CAS_METHOD,
+                triton_compat.ASSERT_METHOD,
+            )
+        }
+        load = originals[triton_compat.LOAD_METHOD]
+        store = originals[triton_compat.STORE_METHOD]
+        rmw = originals[triton_compat.ATOMIC_RMW_METHOD]
+        cas = originals[triton_compat.ATOMIC_CAS_METHOD]
+
+        def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+            active = _lanes(ptrs, mask)
+            self.check("load", ptrs, active)
+            result = load(ptrs, mask, other, *rest)
+            self.event("load", ptrs, active, result.data, reads=True)
+            return result
+
+        def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+            active = _lanes(ptrs, mask)
+            self.check("store", ptrs, active)
+            dtype = triton_compat.pointer_element_np(ptrs)
+            before = triton_compat.raw_load(ptrs.data, active, dtype)
+            result = store(ptrs, value, mask, *rest)
+            after = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.event("store", ptrs, active, after, before, writes=True)
+            return result
+
+        def atomic_rmw(op: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+            active = _lanes(ptrs, mask)
+            name = f"atomic_{triton_compat.rmw_op_name(op)}"
+            self.check(name, ptrs, active)
+            dtype = triton_compat.pointer_element_np(ptrs)
+            before = triton_compat.raw_load(ptrs.data, active, dtype)
+            result = rmw(op, ptrs, value, mask, *rest)
+            after = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.event(name, ptrs, active, after, before, reads=True, writes=True)
+            return result
+
+        def atomic_cas(ptrs: Any, cmp: Any, value: Any, *rest: Any) -> Any:
+            active = np.ones(ptrs.data.shape, dtype=bool)
+            self.check("atomic_cas", ptrs, active)
+            dtype = triton_compat.pointer_element_np(ptrs)
+            before = triton_compat.raw_load(ptrs.data, active, dtype)
+            result = cas(ptrs, cmp, value, *rest)
+            after = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.event("atomic_cas", ptrs, active, after, before, reads=True, writes=True)
+            return result
+
+        def device_assert(condition: Any, message: Any, *rest: Any) -> None:
+            held = np.asarray(condition.data)
+            if held.all():
+                return
+            file, line = self.locate()
+            pid = self.recorder.program.pid
+            failing = np.flatnonzero(~held.reshape(-1).astype(bool))
+            shown = ", ".join(str(int(i)) for i in failing[:8]) + (", ..." if failing.size > 8 else "")
+            raise KernelAssertionError(
+                f"{self.launch.kernel}:{line} pid=({pid[0]},{pid[1]},{pid[2]}): device_assert failed: "
+                f"{message} (lanes {shown}; {failing.size} of {held.size})",
+                kernel=self.launch.kernel,
+                file=file,
+                line=line,
+                pid=pid,
+            )
+
+        hooks = {
+            triton_compat.LOAD_METHOD: masked_load,
+            triton_compat.STORE_METHOD: masked_store,
+            triton_compat.ATOMIC_RMW_METHOD: atomic_rmw,
+            triton_compat.ATOMIC_CAS_METHOD: atomic_cas,
+            triton_compat.ASSERT_METHOD: device_assert,
+        }
+        had_own = {name: name in vars(builder) for name in hooks}
+        for name, hook in hooks.items():
+            setattr(builder, name, hook)
+        try:
+            yield
+        finally:
+            for name in hooks:
+                if had_own[name]:
+                    setattr(builder, name, originals[name])
+                else:
+                    delattr(builder, name)
+
+
+def _lanes(ptrs: Any, mask: Any) -> np.ndarray:
+    data = mask.data if mask is not None else True
+    return np.broadcast_to(np.asarray(data, dtype=bool), ptrs.data.shape)
+
+
+def frame_locator(codes: set[Any]) -> Locator:
+    """Finds the innermost frame of a rewritten kernel or helper: the source line running now."""
+
+    def locate() -> tuple[str, int]:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code in codes:
+                return frame.f_code.co_filename, frame.f_lineno
+            frame = frame.f_back  # type: ignore[assignment]
+        return "", 0
+
+    return locate

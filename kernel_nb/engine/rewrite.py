@@ -1,0 +1,180 @@
+"""Kernel source → an instrumented Python function.
+
+The kernel's (or helper's) source is parsed, Triton's own interpreter rewrites are applied
+(assignments become tensors, chained comparisons), then every assignment is followed by a call
+that records the assigned value, every loop counts its iterations, and requested lines get a
+breakpoint. The function is compiled with its original file name and line numbers, so tracebacks,
+`pdb` and `breakpoint()` point at the user's source.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kernel_nb.engine import triton_compat
+
+PROBE = "__tk__"
+
+
+@dataclass(frozen=True)
+class LocalStatement:
+    """A recorded place, numbered within its function."""
+
+    line: int
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class RewrittenFunction:
+    """A kernel or helper, rewritten and compiled, ready to be bound to a launch."""
+
+    name: str
+    file: str
+    first_line: int
+    source: str
+    code: types.CodeType
+    statements: tuple[LocalStatement, ...]
+    closure: tuple[tuple[str, Any], ...]
+
+    def bind(self, fn_globals: dict[str, Any], probe: Any) -> Callable[..., Any]:
+        """The function, defined in a private copy of its globals with the probe and Triton's names."""
+        namespace = dict(fn_globals)
+        namespace.update(triton_compat.rewrite_globals())
+        namespace.update(self.closure)
+        namespace[PROBE] = probe
+        exec(self.code, namespace)
+        return namespace[self.name]
+
+
+class SourceUnavailableError(RuntimeError):
+    """The function has no source that `inspect` can find."""
+
+
+def rewrite(fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()) -> RewrittenFunction:
+    """Parse and rewrite a kernel or helper function.
+
+    Args:
+        fn: the Python function under the @triton.jit.
+        instrument: insert statement records and loop counters.
+        breakpoints: file line numbers before whose statements the probe's `brk` is called.
+
+    Returns:
+        The compiled function and its statement table.
+
+    Raises:
+        SourceUnavailableError: the source cannot be read (e.g. a function built with exec).
+    """
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as exc:
+        raise SourceUnavailableError(f"{fn.__name__}: cannot read its source ({exc})") from exc
+    source = textwrap.dedent("".join(lines))
+    tree = ast.parse(source)
+    fdef = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    fdef.decorator_list = []
+    tree.body = [fdef]
+    ast.increment_lineno(tree, start - 1)
+    for transformer in triton_compat.stock_transformers():
+        tree = transformer.visit(tree)
+    instrumenter = _Instrumenter(instrument, set(breakpoints))
+    fdef = tree.body[0]
+    # the arguments are values too: a program's records start with its inputs
+    arg_records = (
+        [instrumenter.record_call(a.arg, fdef.lineno, "arg", fdef) for a in fdef.args.args + fdef.args.kwonlyargs]
+        if instrument
+        else []
+    )
+    fdef.body = arg_records + instrumenter.block(fdef.body)
+    ast.fix_missing_locations(tree)
+    code = compile(tree, filename=file, mode="exec")
+    closure: tuple[tuple[str, Any], ...] = ()
+    if fn.__closure__:
+        closure = tuple(
+            (name, cell.cell_contents) for name, cell in zip(fn.__code__.co_freevars, fn.__closure__)
+        )
+    return RewrittenFunction(
+        name=fdef.name,
+        file=file,
+        first_line=start,
+        source="".join(lines),
+        code=code,
+        statements=tuple(instrumenter.statements),
+        closure=closure,
+    )
+
+
+class _Instrumenter:
+    def __init__(self, instrument: bool, breakpoints: set[int]) -> None:
+        self.instrument = instrument
+        self.breakpoints = breakpoints
+        self.statements: list[LocalStatement] = []
+
+    def record_call(self, name: str, line: int, kind: str, where: ast.AST) -> ast.stmt:
+        sid = len(self.statements)
+        self.statements.append(LocalStatement(line, name, kind))
+        return self._probe_call("record", where, ast.Constant(sid), ast.Name(name, ast.Load()))
+
+    def _probe_call(self, method: str, where: ast.AST, *args: ast.expr) -> ast.stmt:
+        call = ast.Expr(
+            ast.Call(ast.Attribute(ast.Name(PROBE, ast.Load()), method, ast.Load()), list(args), [])
+        )
+        return ast.copy_location(call, where)
+
+    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if stmt.lineno in self.breakpoints:
+                out.append(self._probe_call("brk", stmt, ast.Constant(stmt.lineno)))
+            out.extend(self.statement(stmt))
+        return out
+
+    def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
+        if isinstance(stmt, (ast.For, ast.While)):
+            return self.loop(stmt)
+        if isinstance(stmt, ast.If):
+            stmt.body = self.block(stmt.body)
+            stmt.orelse = self.block(stmt.orelse)
+            return [stmt]
+        if isinstance(stmt, (ast.With, ast.Try)):
+            stmt.body = self.block(stmt.body)
+            return [stmt]
+        if not self.instrument:
+            return [stmt]
+        if isinstance(stmt, ast.Assign):
+            names = [n for target in stmt.targets for n in _target_names(target)]
+            return [stmt, *(self.record_call(n, stmt.lineno, "assign", stmt) for n in names)]
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            return [stmt, self.record_call(stmt.target.id, stmt.lineno, "augassign", stmt)]
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
+            return [stmt, self.record_call(stmt.target.id, stmt.lineno, "assign", stmt)]
+        return [stmt]
+
+    def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
+        body = self.block(stmt.body)
+        stmt.orelse = self.block(stmt.orelse)
+        if not self.instrument:
+            stmt.body = body
+            return [stmt]
+        head: list[ast.stmt] = [self._probe_call("loop_next", stmt)]
+        if isinstance(stmt, ast.For):
+            head.extend(self.record_call(n, stmt.lineno, "loop", stmt) for n in _target_names(stmt.target))
+        stmt.body = head + body
+        return [self._probe_call("loop_enter", stmt), stmt, self._probe_call("loop_exit", stmt)]
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []

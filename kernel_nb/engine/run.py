@@ -1,0 +1,269 @@
+"""The serial strategy: run a launch's programs one after another on the CPU, recording everything."""
+
+from __future__ import annotations
+
+import io
+import linecache
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernel_nb.engine import triton_compat
+from kernel_nb.engine.args import BoundArguments, bind
+from kernel_nb.engine.capture import FunctionProbe, Recorder
+from kernel_nb.engine.hooks import MemoryGuard, frame_locator
+from kernel_nb.engine.patches import interpreter_scope
+from kernel_nb.engine.rewrite import RewrittenFunction, rewrite
+from kernel_nb.errors import KernelError, LaunchInterrupted
+from kernel_nb.options import Options
+from kernel_nb.trace import Launch, Pid, ProgramTrace, SourceInfo, Statement
+
+
+class Engine:
+    """Interprets launches; caches rewritten functions for the lifetime of a session."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self._rewrites: dict[tuple[Any, bool, tuple[int, ...]], RewrittenFunction] = {}
+        self._active: _LaunchContext | None = None
+
+    def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
+        breakpoints = self.options.breakpoints if instrument else ()
+        key = (fn.__code__, instrument, breakpoints)
+        if key not in self._rewrites:
+            self._rewrites[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints)
+        return self._rewrites[key]
+
+    def launch(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int) -> Launch:
+        """Interpret one launch `kernel[grid](*args, **kwargs)`.
+
+        Returns:
+            The launch's trace; the caller's arrays hold the results.
+
+        Raises:
+            KernelError: a program failed (memory guard, device_assert, an exception in the kernel);
+                the caller's arrays are unchanged and the error's `launch` holds what was recorded.
+            LaunchInterrupted: Ctrl-C; the caller's arrays are unchanged.
+        """
+        fn = triton_compat.innermost_jit(kernel).fn
+        bound = bind(fn, args, kwargs)
+        launch = Launch(
+            index=index,
+            kernel=fn.__name__,
+            grid=_resolve_grid(grid, {**kwargs, **bound.originals}),
+            args=bound.infos,
+            budget_bytes=self.options.budget_bytes,
+        )
+        snapshot = bound.snapshot()
+        launch.snapshot = _typed_snapshot(bound, snapshot)
+        context = _LaunchContext(self, fn, launch, bound)
+        started = time.perf_counter()
+        try:
+            context.run(_program_order(launch.grid, self.options))
+        finally:
+            launch.duration_s = time.perf_counter() - started
+            launch.kept_bytes = context.recorder.kept_bytes
+        bound.commit()
+        launch.replayer = lambda pid: self._replay(fn, launch, bound, snapshot, pid)
+        return launch
+
+    def _replay(
+        self, fn: Callable[..., Any], launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray], pid: Pid
+    ) -> ProgramTrace:
+        """Run one program again from the launch's input snapshot, keeping all its values.
+
+        Programs that read what other programs of the launch wrote see the inputs instead (the race
+        detector reports such launches).
+        """
+        bound.restore(snapshot)
+        context = _LaunchContext(self, fn, launch, bound, replay=True)
+        context.run([pid])
+        return context.recorder.program
+
+    def call_helper(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A @triton.jit function called from inside an interpreted kernel."""
+        if self._active is None:
+            raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
+        return self._active.call(jit_fn, args, kwargs)
+
+
+@dataclass
+class _LaunchContext:
+    engine: Engine
+    fn: Callable[..., Any]
+    launch: Launch
+    bound: BoundArguments
+    replay: bool = False
+    codes: set[Any] = field(default_factory=set)
+    functions: dict[Any, Callable[..., Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        options = self.engine.options
+        self.recorder = Recorder(options, options.budget_bytes)
+        self.locate = frame_locator(self.codes)
+        self.guard = MemoryGuard(self.launch, self.bound.buffers, self.recorder, self.locate)
+        self.guard.update_maps = not self.replay
+        self.recorder.guard = self.guard
+
+    def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` rewritten and bound to this launch (user functions instrumented, Triton's own not)."""
+        if fn in self.functions:
+            return self.functions[fn]
+        user = not fn.__module__.startswith("triton.")
+        instrument = user and self.engine.options.capture
+        rewritten = self.engine.rewritten(fn, instrument=instrument)
+        offset = self._register(rewritten) if user else 0
+        probe = FunctionProbe(self.recorder, offset, self._breakpoint_hit, self.engine.options.debugger)
+        bound = rewritten.bind(fn.__globals__, probe)
+        if user:
+            self.codes.add(bound.__code__)
+        self.functions[fn] = bound
+        return bound
+
+    def _register(self, rewritten: RewrittenFunction) -> int:
+        statements = self.launch.statements
+        if self.replay:
+            known = [s for s in statements if s.function == rewritten.name and s.file == rewritten.file]
+            if known:
+                return known[0].id
+        offset = len(statements)
+        for i, local in enumerate(rewritten.statements):
+            statements.append(Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind))
+        self.launch.sources.setdefault(
+            rewritten.name, SourceInfo(rewritten.name, rewritten.file, rewritten.first_line, rewritten.source)
+        )
+        return offset
+
+    def _breakpoint_hit(self, line: int) -> bool:
+        wanted = self.engine.options.break_pid
+        return wanted is None or wanted == self.recorder.program.pid
+
+    def call(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        fn = jit_fn.fn
+        target = self.function(fn)
+        if fn.__module__.startswith("triton."):
+            return target(*args, **kwargs)
+        _, line = self.locate()
+        self.recorder.push_call(f"{fn.__name__}:{line}")
+        try:
+            return target(*args, **kwargs)
+        finally:
+            self.recorder.pop_call()
+
+    def run(self, order: list[Pid]) -> None:
+        engine, launch = self.engine, self.launch
+        progress = engine.options.progress
+        previous, engine._active = engine._active, self
+        tee = _Tee(sys.stdout)
+        sys.stdout = tee
+        pid: Pid | None = None
+        try:
+            with interpreter_scope(engine.call_helper) as b, self.guard.installed(b):
+                kernel = self.function(self.fn)
+                values = self.bound.values
+                triton_compat.set_grid(b, launch.grid)
+                for done, pid in enumerate(order):
+                    triton_compat.set_program(b, pid)
+                    program = self.recorder.begin(pid, force_keep=self.replay)
+                    tee.parts = []
+                    try:
+                        kernel(**values)
+                    finally:
+                        program.stdout = "".join(tee.parts)
+                        launch.programs[pid] = program
+                    if progress is not None:
+                        progress(done + 1, len(order))
+        except KernelError as error:
+            self._fail(error)
+            raise
+        except KeyboardInterrupt:
+            launch.status, launch.error = "interrupted", "interrupted"
+            raise LaunchInterrupted(
+                f"{launch.kernel}: interrupted at pid={pid}; the arrays are unchanged", kernel=launch.kernel, pid=pid, launch=launch
+            ) from None
+        except Exception as exc:
+            file, line = _kernel_frame(exc, self.codes)
+            where = f"{launch.kernel}:{line}" if line else launch.kernel
+            pid_text = "" if pid is None else f" pid=({pid[0]},{pid[1]},{pid[2]})"
+            error = KernelError(
+                f"{where}{pid_text}: {type(exc).__name__}: {exc}", kernel=launch.kernel, file=file, line=line, pid=pid
+            )
+            self._fail(error)
+            raise error from exc
+        finally:
+            sys.stdout = tee.target
+            engine._active = previous
+
+    def _fail(self, error: KernelError) -> None:
+        self.launch.status, self.launch.error = "error", error.message
+        error.launch = self.launch
+        if error.file and error.line and error.source_line is None:
+            error.source_line = linecache.getline(error.file, error.line) or None
+
+
+class _Tee(io.TextIOBase):
+    """Passes a program's prints through and keeps a copy for its ProgramTrace."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.target.write(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.target, "isatty", lambda: False)())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.target, "encoding", "utf-8")
+
+
+def _kernel_frame(exc: BaseException, codes: set[Any]) -> tuple[str | None, int | None]:
+    found: tuple[str | None, int | None] = (None, None)
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:
+    if callable(grid):
+        grid = grid({k: triton_compat.unwrap_constexpr(v) for k, v in meta.items()})
+    if isinstance(grid, int):
+        grid = (grid,)
+    dims = tuple(int(g) for g in grid)
+    if not 1 <= len(dims) <= 3 or any(g < 0 for g in dims):
+        raise ValueError(f"grid must have 1 to 3 non-negative sizes, got {grid!r}")
+    padded = dims + (1,) * (3 - len(dims))
+    return (padded[0], padded[1], padded[2])
+
+
+def _program_order(grid: Pid, options: Options) -> list[Pid]:
+    gx, gy, gz = grid
+    order = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    if options.order == "reverse":
+        order.reverse()
+    elif options.order == "shuffle":
+        permutation = np.random.default_rng(options.seed).permutation(len(order))
+        order = [order[i] for i in permutation]
+    return order
+
+
+def _typed_snapshot(bound: BoundArguments, snapshot: list[np.ndarray]) -> dict[str, np.ndarray]:
+    views = {}
+    for arg in bound.buffers:
+        memory_index = next(i for i, m in enumerate(bound.memories) if m is arg.memory)
+        raw = snapshot[memory_index][arg.span_lo : arg.span_hi]
+        views[arg.name] = raw.view(arg.dtype)
+    return views

@@ -1,0 +1,93 @@
+"""Options of an interpreted run: a frozen dataclass, validated at construction."""
+
+from __future__ import annotations
+
+import pdb
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+DEFAULT_BUDGET = 512 << 20
+
+PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
+Order = Literal["serial", "reverse", "shuffle"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """How `kernel_nb.interpret` runs and records launches.
+
+    Attributes:
+        pids: programs whose full values are kept: "all" (as far as the budget allows), or a
+            tuple of program ids. Summaries are kept for every program either way.
+        budget_bytes: bytes of recorded values to keep per launch; programs past it keep summaries.
+        capture: record statements (False: only memory events, findings and outputs).
+        launch: interpret only the N-th launch (0-based) made in the session; others run as usual.
+        autotune_config: which config of an @triton.autotune kernel to run (index; no benchmarking).
+        breakpoints: kernel source lines (file lines) at which to stop in the debugger.
+        break_pid: stop only in this program (None: every program reaching the line).
+        debugger: builds the debugger used for `breakpoints`.
+        order: the order programs run in ("reverse", "shuffle" expose order dependence).
+        seed: the seed of the "shuffle" order.
+        progress: called as progress(done, total) while a launch runs.
+    """
+
+    pids: PidSelection = "all"
+    budget_bytes: int = DEFAULT_BUDGET
+    capture: bool = True
+    launch: int | None = None
+    autotune_config: int = 0
+    breakpoints: tuple[int, ...] = ()
+    break_pid: tuple[int, int, int] | None = None
+    debugger: Callable[[], pdb.Pdb] = field(default=pdb.Pdb, compare=False)
+    order: Order = "serial"
+    seed: int = 0
+    progress: Callable[[int, int], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.pids != "all":
+            if not isinstance(self.pids, tuple) or not all(
+                isinstance(p, tuple) and len(p) == 3 and all(isinstance(i, int) and i >= 0 for i in p)
+                for p in self.pids
+            ):
+                raise ValueError(f"pids must be 'all' or a tuple of (x, y, z) program ids, got {self.pids!r}")
+        if not isinstance(self.budget_bytes, int) or self.budget_bytes < 0:
+            raise ValueError(f"budget_bytes must be a non-negative int, got {self.budget_bytes!r}")
+        if self.launch is not None and (not isinstance(self.launch, int) or self.launch < 0):
+            raise ValueError(f"launch must be a non-negative launch index, got {self.launch!r}")
+        if self.order not in ("serial", "reverse", "shuffle"):
+            raise ValueError(f"order must be 'serial', 'reverse' or 'shuffle', got {self.order!r}")
+        if any(not isinstance(line, int) or line <= 0 for line in self.breakpoints):
+            raise ValueError(f"breakpoints must be positive line numbers, got {self.breakpoints!r}")
+
+
+def parse_pids(text: str) -> PidSelection:
+    """Parse a program selection as the magic's --pids takes it.
+
+    "all"; "3" (program (3,0,0)); "0:4" (programs 0..3 on axis 0); "1,0,0" (one program id);
+    several separated by ";" ("0;5;1,2,0").
+
+    Raises:
+        ValueError: the text is not a selection.
+    """
+    text = text.strip()
+    if text == "all":
+        return "all"
+    pids: list[tuple[int, int, int]] = []
+    for part in text.split(";"):
+        part = part.strip()
+        try:
+            if ":" in part:
+                start, stop = (int(p) for p in part.split(":"))
+                pids.extend((i, 0, 0) for i in range(start, stop))
+            else:
+                axes = [int(p) for p in part.split(",")]
+                if not 1 <= len(axes) <= 3:
+                    raise ValueError
+                axes += [0] * (3 - len(axes))
+                pids.append((axes[0], axes[1], axes[2]))
+        except ValueError:
+            raise ValueError(
+                f"cannot read program selection {part!r}: use 'all', '3', '0:4', '1,0,0' or several joined by ';'"
+            ) from None
+    return tuple(pids)

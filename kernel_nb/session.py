@@ -1,0 +1,111 @@
+"""Session: intercepts Triton launches while it is open and restores everything when it closes."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from kernel_nb.engine import triton_compat
+from kernel_nb.engine.patches import NamespaceSnapshot
+from kernel_nb.engine.run import Engine
+from kernel_nb.errors import KernelError, LaunchInterrupted
+from kernel_nb.options import Options
+from kernel_nb.trace import Launch, Trace
+
+_ACTIVE_MARK = "__kernel_nb_session__"
+
+
+class Session:
+    """Runs every Triton launch made inside it on the CPU through kernel_nb's engine.
+
+    `@triton.jit` kernels, `@triton.autotune` (the config chosen by `Options.autotune_config`,
+    the first by default) and `@triton.heuristics` are intercepted at `run`, so kernels defined
+    anywhere (earlier cells, other modules, installed libraries) are covered. Leaving the session
+    restores Triton exactly: the same kernels compile for the GPU afterwards.
+
+    Attributes:
+        trace: one `Launch` per interpreted launch, in order (failed launches included).
+        options: the options it runs under.
+    """
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.trace = Trace()
+        self._engine = Engine(options)
+        self._seen = 0
+        self._snapshot: NamespaceSnapshot | None = None
+
+    @property
+    def launches(self) -> list[Launch]:
+        return self.trace.launches
+
+    def __enter__(self) -> Session:
+        jit = triton_compat.JIT_FUNCTION
+        if getattr(jit.run, _ACTIVE_MARK, False):
+            raise RuntimeError("kernel_nb.interpret() is already active: sessions cannot be nested")
+        self._snapshot = NamespaceSnapshot([jit, triton_compat.AUTOTUNER])
+        original_run = jit.run
+        session = self
+
+        def run(kernel: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+            if warmup:
+                return None
+            index = session._seen
+            session._seen += 1
+            if session.options.launch is not None and index != session.options.launch:
+                return original_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            return session._interpret(kernel, grid, args, kwargs)
+
+        def autotuner_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            configs = tuner.configs
+            choice = session.options.autotune_config
+            if not 0 <= choice < len(configs):
+                raise ValueError(f"autotune_config={choice} but {tuner.fn} has {len(configs)} configs")
+            config = configs[choice]
+            tuner.nargs = dict(zip(tuner.arg_names, args))
+            tuner.best_config = config
+            if config.pre_hook is not None:
+                config.pre_hook({**tuner.nargs, **kwargs, **config.all_kwargs()})
+            try:
+                return tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                tuner.nargs = None
+
+        setattr(run, _ACTIVE_MARK, True)
+        jit.run = run
+        triton_compat.AUTOTUNER.run = autotuner_run
+        return self
+
+    def _interpret(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        index = len(self.trace.launches)
+        try:
+            launch = self._engine.launch(kernel, grid, args, kwargs, index)
+        except (KernelError, LaunchInterrupted) as error:
+            if error.launch is not None:
+                self.trace.launches.append(error.launch)
+            raise
+        self.trace.launches.append(launch)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._snapshot is not None:
+            self._snapshot.restore()
+            self._snapshot = None
+
+
+def interpret(options: Options | None = None, **overrides: Any) -> Session:
+    """A session that interprets every Triton launch made inside it.
+
+    Args:
+        options: the options; keyword arguments override single fields (`interpret(pids=((0, 0, 0),))`).
+
+    Returns:
+        The session, a context manager; `session.trace` holds the launches.
+    """
+    import dataclasses
+
+    options = options or Options()
+    if overrides:
+        options = dataclasses.replace(options, **overrides)
+    return Session(options)

@@ -1,0 +1,445 @@
+"""What an interpreted launch recorded: plain data over numpy arrays.
+
+A `Trace` holds one `Launch` per kernel launch. A launch holds, per program id, the values of
+every recorded statement (`Record`), every memory access (`MemoryEvent`) and what the program
+printed; launch-wide per-buffer access maps (`BufferMap`); and the `Finding`s of the detectors.
+Nothing here imports Triton or Jupyter: a trace can be saved, loaded and inspected anywhere.
+"""
+
+from __future__ import annotations
+
+import html
+import pickle
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+Pid = tuple[int, int, int]
+Severity = Literal["error", "warning", "info"]
+
+_MAGIC = b"kernel_nb-trace\x00"
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A recorded place in the kernel or one of its helpers.
+
+    Attributes:
+        id: index into `Launch.statements`.
+        file: source file of the function.
+        line: line in that file.
+        name: the variable assigned (the loop variable for a `for` header).
+        function: the function's name (the kernel or a @triton.jit helper).
+        kind: "assign", "augassign" or "loop".
+    """
+
+    id: int
+    file: str
+    line: int
+    name: str
+    function: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Statistics of one recorded value, kept for every program."""
+
+    min: float
+    max: float
+    mean: float
+    nan: int
+    inf: int
+    size: int
+
+    @staticmethod
+    def of(value: np.ndarray) -> Summary:
+        """Summarise an array (any numeric dtype, ml_dtypes included)."""
+        size = int(value.size)
+        if size == 0:
+            return Summary(np.nan, np.nan, np.nan, 0, 0, 0)
+        if value.dtype.kind == "b":
+            as_float = value.astype(np.float32)
+        elif value.dtype.kind in "iu":
+            lo, hi = int(value.min()), int(value.max())
+            return Summary(float(lo), float(hi), float(value.mean(dtype=np.float64)), 0, 0, size)
+        else:
+            as_float = value.astype(np.float64) if value.dtype.kind != "f" else value
+        nan_mask = np.isnan(as_float)
+        inf_mask = np.isinf(as_float)
+        nan, inf = int(nan_mask.sum()), int(inf_mask.sum())
+        finite = as_float[~(nan_mask | inf_mask)] if nan or inf else as_float
+        if finite.size == 0:
+            return Summary(np.nan, np.nan, np.nan, nan, inf, size)
+        return Summary(
+            float(finite.min()), float(finite.max()), float(finite.mean(dtype=np.float64)), nan, inf, size
+        )
+
+
+@dataclass
+class Record:
+    """The value one statement produced in one program, at one loop iteration.
+
+    Attributes:
+        stmt: the `Statement` id.
+        seq: position in the program's execution order (records and events share the counter).
+        call_path: the @triton.jit helpers on the stack, outermost first, as "name:line" of each call.
+        iteration: loop iteration indices of the enclosing loops, outermost first.
+        dtype: Triton's name of the element type ("fp32", "i32", "pointer<fp16>", ...).
+        shape: the value's shape (() for a scalar).
+        summary: statistics, always kept.
+        value: a copy of the value, or None when the program's values were not kept.
+            For pointers: element offsets into `pointer_arg`.
+        pointer_arg: for pointer values, the argument the first lane points into.
+    """
+
+    stmt: int
+    seq: int
+    call_path: tuple[str, ...]
+    iteration: tuple[int, ...]
+    dtype: str
+    shape: tuple[int, ...]
+    summary: Summary
+    value: np.ndarray | None = None
+    pointer_arg: str | None = None
+
+
+@dataclass
+class MemoryEvent:
+    """One tl.load, tl.store or atomic of one program.
+
+    Attributes:
+        kind: "load", "store", "atomic_<op>" (add, fadd, max, ...) or "atomic_cas".
+        seq: position in the program's execution order.
+        file, line: where in the source.
+        arg: the argument the active lanes access (None when no lane was active).
+        indices: element offsets into `arg` for every lane (masked lanes included), or None when
+            the program's values were not kept.
+        mask: which lanes were active (None when not kept).
+        values: loaded values, or for stores and atomics the element values after the access.
+        before: for stores and atomics, the element values before the access.
+        active: number of active lanes.
+        lo, hi: the range [lo, hi) of element offsets the active lanes touched.
+    """
+
+    kind: str
+    seq: int
+    file: str
+    line: int
+    arg: str | None
+    active: int
+    lo: int
+    hi: int
+    indices: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    values: np.ndarray | None = None
+    before: np.ndarray | None = None
+
+
+@dataclass
+class ProgramTrace:
+    """Everything one program recorded."""
+
+    pid: Pid
+    records: list[Record] = field(default_factory=list)
+    events: list[MemoryEvent] = field(default_factory=list)
+    stdout: str = ""
+    kept: bool = False
+
+
+@dataclass
+class ArgumentInfo:
+    """A kernel argument as the launch saw it."""
+
+    name: str
+    kind: Literal["buffer", "scalar", "constexpr", "tuple", "none", "other"]
+    dtype: str = ""
+    shape: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()
+    value: Any = None
+
+
+@dataclass
+class BufferMap:
+    """Launch-wide access counts for one buffer argument, per element of its span.
+
+    Attributes:
+        arg: the argument name.
+        size: number of elements in the argument's memory span.
+        origin: index in these arrays of element offset 0 (non-zero only for negative strides).
+        shape: the argument's shape (for drawing).
+        reads, writes: how many programs read / wrote each element (atomics count as both).
+            Element offset k (as in MemoryEvent.indices) is at index k + origin.
+        last_writer: linear program index of the last program that wrote each element (-1: none).
+        oob: (linear program index, line, first offending element offset) of refused accesses.
+    """
+
+    arg: str
+    size: int
+    shape: tuple[int, ...]
+    reads: np.ndarray
+    writes: np.ndarray
+    last_writer: np.ndarray
+    origin: int = 0
+    oob: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @property
+    def written(self) -> bool:
+        return bool(self.writes.any())
+
+    def never_written(self) -> np.ndarray:
+        """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
+        return np.flatnonzero(self.writes == 0)
+
+    def written_more_than_once(self) -> np.ndarray:
+        return np.flatnonzero(self.writes > 1)
+
+
+@dataclass
+class Finding:
+    """Something a detector found.
+
+    Attributes:
+        kind: short identifier ("out_of_bounds", "nan_origin", ...).
+        severity: "error", "warning" or "info".
+        message: a sentence a person understands, naming kernel, line, program and argument.
+        launch: index of the launch in its trace.
+        pid: the program id, when the finding belongs to one program.
+        file, line: where in the source.
+        arg: the argument involved.
+        elements: element offsets or lanes involved.
+    """
+
+    kind: str
+    severity: Severity
+    message: str
+    launch: int = 0
+    pid: Pid | None = None
+    file: str | None = None
+    line: int | None = None
+    arg: str | None = None
+    elements: np.ndarray | None = None
+
+
+@dataclass
+class SourceInfo:
+    """Source of one function of the launch (the kernel or a helper)."""
+
+    function: str
+    file: str
+    first_line: int
+    text: str
+
+
+@dataclass
+class Launch:
+    """One kernel launch, interpreted.
+
+    Attributes:
+        index: position in the trace.
+        kernel: the kernel's name.
+        grid: the launch grid, padded to three axes.
+        args: the arguments, in signature order.
+        statements: every recorded place, indexed by `Statement.id`.
+        sources: the kernel's and its helpers' source, by function name.
+        programs: per program id, what it recorded (summaries for all, values for the kept ones).
+        buffers: launch-wide access maps per buffer argument.
+        findings: what the detectors found.
+        status: "ok", "error" or "interrupted".
+        error: the error's message when the launch failed.
+        duration_s: wall time of the launch.
+        budget_bytes: the capture budget the launch ran under; kept_bytes what it kept.
+        snapshot: the launch's buffer arguments as they were before it ran (for replay).
+    """
+
+    index: int
+    kernel: str
+    grid: Pid
+    args: list[ArgumentInfo]
+    statements: list[Statement] = field(default_factory=list)
+    sources: dict[str, SourceInfo] = field(default_factory=dict)
+    programs: dict[Pid, ProgramTrace] = field(default_factory=dict)
+    buffers: dict[str, BufferMap] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    status: Literal["ok", "error", "interrupted"] = "ok"
+    error: str | None = None
+    duration_s: float = 0.0
+    budget_bytes: int = 0
+    kept_bytes: int = 0
+    snapshot: dict[str, np.ndarray] = field(default_factory=dict)
+    replayer: Callable[[Pid], ProgramTrace] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def num_programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def linear(self, pid: Pid) -> int:
+        """Linear program index, x fastest (the order the serial engine runs programs in)."""
+        return pid[0] + self.grid[0] * (pid[1] + self.grid[1] * pid[2])
+
+    def pid_of(self, linear: int) -> Pid:
+        gx, gy = self.grid[0], self.grid[1]
+        return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+
+    def program(self, pid: int | tuple[int, ...]) -> ProgramTrace:
+        """The program's trace, with values: replayed from the snapshot when they were not kept.
+
+        Raises:
+            KeyError: the program did not run (outside the grid, or the launch failed earlier).
+        """
+        key = _as_pid(pid)
+        program = self.programs[key]
+        if program.kept or self.replayer is None:
+            return program
+        replayed = self.replayer(key)
+        self.programs[key] = replayed
+        return replayed
+
+    def records(
+        self, pid: int | tuple[int, ...], name: str | None = None, line: int | None = None
+    ) -> list[Record]:
+        """Records of one program, optionally only those of a variable name and/or a line."""
+        program = self.program(pid)
+        return [r for r in program.records if self._matches(r.stmt, name, line)]
+
+    def value(self, pid: int | tuple[int, ...], name: str, iteration: tuple[int, ...] | None = None) -> np.ndarray:
+        """The value a variable had after its last assignment (at an iteration, if given).
+
+        Raises:
+            KeyError: no such record.
+        """
+        matches = [r for r in self.records(pid, name=name) if iteration is None or r.iteration == iteration]
+        if not matches:
+            raise KeyError(f"{self.kernel}: no record of {name!r} in program {_as_pid(pid)}")
+        value = matches[-1].value
+        assert value is not None
+        return value
+
+    def statement(self, stmt: int) -> Statement:
+        return self.statements[stmt]
+
+    def _matches(self, stmt: int, name: str | None, line: int | None) -> bool:
+        s = self.statements[stmt]
+        return (name is None or s.name == name) and (line is None or s.line == line)
+
+    def summary_row(self) -> dict[str, Any]:
+        records = sum(len(p.records) for p in self.programs.values())
+        kept = sum(len(p.records) for p in self.programs.values() if p.kept)
+        return {
+            "kernel": self.kernel,
+            "grid": self.grid,
+            "programs": len(self.programs),
+            "records": records,
+            "records_kept": kept,
+            "time_s": self.duration_s,
+            "findings": len(self.findings),
+            "status": self.status,
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["replayer"] = None  # holds the kernel function: not data
+        return state
+
+
+@dataclass
+class Trace:
+    """All launches of one interpreted run (a cell, or a `with kernel_nb.interpret()` block)."""
+
+    launches: list[Launch] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Launch]:
+        return iter(self.launches)
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    def __getitem__(self, index: int) -> Launch:
+        return self.launches[index]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for launch in self.launches for f in launch.findings]
+
+    def save(self, path: str | Path) -> None:
+        """Write the trace to a file (values, summaries, events, findings, snapshots)."""
+        with open(path, "wb") as f:
+            f.write(_MAGIC)
+            pickle.dump({"format": _FORMAT, "launches": self.launches}, f, protocol=5)
+
+    @staticmethod
+    def load(path: str | Path) -> Trace:
+        """Read a trace written by `save`. Only load files you trust (the format is pickle).
+
+        Raises:
+            ValueError: the file is not a kernel_nb trace.
+        """
+        with open(path, "rb") as f:
+            if f.read(len(_MAGIC)) != _MAGIC:
+                raise ValueError(f"{path}: not a kernel_nb trace")
+            payload = pickle.load(f)
+        if payload.get("format") != _FORMAT:
+            raise ValueError(f"{path}: trace format {payload.get('format')} is not supported (expected {_FORMAT})")
+        return Trace(launches=payload["launches"])
+
+    def summary(self) -> str:
+        """A plain-text table: one row per launch, then the findings."""
+        header = f"{'#':>2}  {'kernel':<24} {'grid':<14} {'programs':>8} {'records':>9} {'kept':>9} {'time':>8}  findings"
+        lines = [header]
+        for launch in self.launches:
+            row = launch.summary_row()
+            grid = "x".join(str(g) for g in row["grid"])
+            status = "" if row["status"] == "ok" else f" ({row['status']})"
+            lines.append(
+                f"{launch.index:>2}  {row['kernel']:<24} {grid:<14} {row['programs']:>8} {row['records']:>9} "
+                f"{row['records_kept']:>9} {row['time_s']:>7.3f}s  {row['findings']}{status}"
+            )
+        for finding in self.findings:
+            lines.append(f"  [{finding.severity}] {finding.message}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for launch in self.launches:
+            r = launch.summary_row()
+            grid = "×".join(str(g) for g in r["grid"])
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{html.escape(str(v))}</td>"
+                    for v in (
+                        launch.index,
+                        r["kernel"],
+                        grid,
+                        r["programs"],
+                        f"{r['records_kept']}/{r['records']}",
+                        f"{r['time_s'] * 1000:.1f} ms",
+                        r["findings"] if r["status"] == "ok" else f"{r['findings']} ({r['status']})",
+                    )
+                )
+                + "</tr>"
+            )
+        findings = "".join(
+            f"<li><b>{html.escape(f.severity)}</b> {html.escape(f.message)}</li>" for f in self.findings
+        )
+        head = "".join(
+            f"<th>{h}</th>" for h in ("#", "kernel", "grid", "programs", "records kept", "time", "findings")
+        )
+        return (
+            f'<table class="kernel-nb-summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            + (f"<ul>{findings}</ul>" if findings else "")
+        )
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+def _as_pid(pid: int | tuple[int, ...]) -> Pid:
+    if isinstance(pid, (int, np.integer)):
+        return (int(pid), 0, 0)
+    padded = tuple(int(p) for p in pid) + (0,) * (3 - len(pid))
+    return (padded[0], padded[1], padded[2])
