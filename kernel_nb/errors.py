@@ -77,5 +77,7 @@ class LaunchInterrupted(KeyboardInterrupt):
         self.launch = launch
 
 
-def _rebuild(cls: type[KernelError], message: str, kernel: str, file: Any, line: Any, pid: Any) -> KernelError:
+def _rebuild(
+    cls: type[KernelError], message: str, kernel: str, file: Any, line: Any, pid: Any
+) -> KernelError:
     return cls(message, kernel=kernel, file=file, line=line, pid=pid)

@@ -45,12 +45,14 @@ class Options:
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.pids != "all":
-            if not isinstance(self.pids, tuple) or not all(
+        if self.pids != "all" and (
+            not isinstance(self.pids, tuple)
+            or not all(
                 isinstance(p, tuple) and len(p) == 3 and all(isinstance(i, int) and i >= 0 for i in p)
                 for p in self.pids
-            ):
-                raise ValueError(f"pids must be 'all' or a tuple of (x, y, z) program ids, got {self.pids!r}")
+            )
+        ):
+            raise ValueError(f"pids must be 'all' or a tuple of (x, y, z) program ids, got {self.pids!r}")
         if not isinstance(self.budget_bytes, int) or self.budget_bytes < 0:
             raise ValueError(f"budget_bytes must be a non-negative int, got {self.budget_bytes!r}")
         if self.launch is not None and (not isinstance(self.launch, int) or self.launch < 0):

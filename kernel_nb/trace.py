@@ -306,7 +306,9 @@ class Launch:
         program = self.program(pid)
         return [r for r in program.records if self._matches(r.stmt, name, line)]
 
-    def value(self, pid: int | tuple[int, ...], name: str, iteration: tuple[int, ...] | None = None) -> np.ndarray:
+    def value(
+        self, pid: int | tuple[int, ...], name: str, iteration: tuple[int, ...] | None = None
+    ) -> np.ndarray:
         """The value a variable had after its last assignment (at an iteration, if given).
 
         Raises:
@@ -383,7 +385,9 @@ class Trace:
                 raise ValueError(f"{path}: not a kernel_nb trace")
             payload = pickle.load(f)
         if payload.get("format") != _FORMAT:
-            raise ValueError(f"{path}: trace format {payload.get('format')} is not supported (expected {_FORMAT})")
+            raise ValueError(
+                f"{path}: trace format {payload.get('format')} is not supported (expected {_FORMAT})"
+            )
         return Trace(launches=payload["launches"])
 
     def summary(self) -> str:

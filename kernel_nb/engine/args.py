@@ -156,7 +156,9 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
         raise ArgumentError(f"{fn.__name__}: {exc}") from None
     bound.apply_defaults()
     constexprs = triton_compat.constexpr_names(fn)
-    regions: list[tuple[str, Any, tuple[str, int, int], Callable[[], np.ndarray], Callable[[np.ndarray], None]]] = []
+    regions: list[
+        tuple[str, Any, tuple[str, int, int], Callable[[], np.ndarray], Callable[[np.ndarray], None]]
+    ] = []
     described: dict[str, tuple[Any, Any]] = {}
     for name, value in bound.arguments.items():
         if name in constexprs:
@@ -249,7 +251,9 @@ def _describe_array(path: str, value: Any) -> _Array | None:
             raise ArgumentError(f"argument {path}: numpy dtype {dtype} has no Triton equivalent")
         strides = tuple(s // dtype.itemsize for s in value.strides)
         if any(s % dtype.itemsize for s in value.strides):
-            raise ArgumentError(f"argument {path}: strides {value.strides} are not multiples of the item size")
+            raise ArgumentError(
+                f"argument {path}: strides {value.strides} are not multiples of the item size"
+            )
         ptr = int(value.ctypes.data)
         lo, hi = _span(ptr, value.shape, strides, dtype.itemsize)
         read, write = _host_region(lo, hi)
@@ -281,13 +285,13 @@ def _describe_torch(path: str, t: Any) -> _Array:
     nbytes = int(storage.nbytes())
     whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (nbytes,), (1,))
 
-    def read() -> np.ndarray:
+    def read_device() -> np.ndarray:
         return whole[lo - base : hi - base].cpu().numpy().copy()
 
-    def write(data: np.ndarray) -> None:
+    def write_device(data: np.ndarray) -> None:
         whole[lo - base : hi - base].copy_(torch.from_numpy(np.ascontiguousarray(data)))
 
-    return _Array(dtype, shape, strides, ptr, (f"torch:{t.device}", lo, hi), read, write)
+    return _Array(dtype, shape, strides, ptr, (f"torch:{t.device}", lo, hi), read_device, write_device)
 
 
 def _describe_cupy(path: str, a: Any) -> _Array:
@@ -409,9 +413,13 @@ def _info(name: str, value: Any, buffers: dict[str, BufferArg]) -> ArgumentInfo:
         return ArgumentInfo(name, "none")
     if isinstance(value, (bool, int, float, np.generic)):
         dtype = "fp32" if isinstance(value, (float, np.floating)) else type(value).__name__
-        return ArgumentInfo(name, "scalar", dtype, value=value.item() if isinstance(value, np.generic) else value)
+        return ArgumentInfo(
+            name, "scalar", dtype, value=value.item() if isinstance(value, np.generic) else value
+        )
     if isinstance(value, tuple):
-        return ArgumentInfo(name, "tuple", value=tuple(_info(f"{name}.{i}", v, buffers).value for i, v in enumerate(value)))
+        return ArgumentInfo(
+            name, "tuple", value=tuple(_info(f"{name}.{i}", v, buffers).value for i, v in enumerate(value))
+        )
     return ArgumentInfo(name, "other", value=repr(value))
 
 

@@ -7,6 +7,7 @@ which numbers its function's statements into the launch's statement table.
 
 from __future__ import annotations
 
+import bdb
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -125,7 +126,11 @@ class FunctionProbe:
     """What one rewritten function calls; maps its statement numbers into the launch's table."""
 
     def __init__(
-        self, recorder: Recorder, offset: int, breakpoint_hit: Callable[[int], bool], debugger: Callable[[], Any]
+        self,
+        recorder: Recorder,
+        offset: int,
+        breakpoint_hit: Callable[[int], bool],
+        debugger: Callable[[], Any],
     ) -> None:
         self._recorder = recorder
         self._offset = offset
@@ -140,5 +145,25 @@ class FunctionProbe:
             self._recorder.record(self._offset + stmt, value)
 
     def brk(self, line: int) -> None:
-        if self._breakpoint_hit(line):
-            self._debugger().set_trace(sys._getframe(1))
+        if not self._breakpoint_hit(line):
+            return
+        # The prompt opens right here, at the statement's line in the kernel's frame; the
+        # debugger's own set_trace would first stop inside Triton's call of the statement.
+        frame = sys._getframe(1)
+        debugger = self._debugger()
+        debugger.reset()
+        outer: Any = frame
+        while outer is not None:
+            outer.f_trace = debugger.trace_dispatch
+            debugger.botframe = outer
+            outer = outer.f_back
+        debugger.interaction(frame, None)
+        if debugger.quitting:
+            raise bdb.BdbQuit
+        if debugger.stoplineno == -1:  # "continue": no tracing for the rest of the launch
+            outer = frame
+            while outer is not None:
+                outer.f_trace = None
+                outer = outer.f_back
+        else:  # "next", "step", "until": trace from here on, as pdb would
+            sys.settrace(debugger.trace_dispatch)

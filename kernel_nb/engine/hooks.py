@@ -30,6 +30,7 @@ class MemoryGuard:
     def __init__(self, launch: Launch, buffers: list[BufferArg], recorder: Recorder, locate: Locator) -> None:
         self.launch = launch
         self.buffers = sorted(buffers, key=lambda b: b.lo)
+        self._rank = {b.name: i for i, b in enumerate(buffers)}
         self.recorder = recorder
         self.locate = locate
         self.update_maps = True
@@ -62,9 +63,9 @@ class MemoryGuard:
         if not self.buffers:
             return None
         i = int(np.searchsorted(self._starts, np.uint64(address), side="right")) - 1
-        for b in self.buffers[max(i, 0) :: -1] if i >= 0 else []:
-            if b.lo <= address < b.hi:
-                return b
+        holding = [b for b in self.buffers[: i + 1] if b.lo <= address < b.hi]
+        if holding:  # aliased arguments: the first in the signature
+            return min(holding, key=lambda b: self._rank[b.name])
         return self.buffers[max(i, 0)]
 
     def offsets(self, addresses: np.ndarray) -> tuple[np.ndarray, str | None]:
@@ -84,7 +85,7 @@ class MemoryGuard:
 
     # -- the hooks ------------------------------------------------------------------------------
 
-    def check(self, op: str, ptrs: Any, active: np.ndarray) -> None:
+    def check(self, op: str, ptrs: Any, active: np.ndarray, unmasked: bool = False) -> None:
         addresses = ptrs.data
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         lanes = addresses[active]
@@ -96,17 +97,18 @@ class MemoryGuard:
         file, line = self.locate()
         pid = self.recorder.program.pid
         verb = {"load": "reads", "store": "writes"}.get(op, "accesses")
-        source = f"tl.{op}" if op in ("load", "store") else f"tl.{op}"
+        source = f"tl.{op}"
         where = f"{self.launch.kernel}:{line} pid=({pid[0]},{pid[1]},{pid[2]})"
         if arg is None:
-            message = f"{where}: {source} {verb} address {int(bad[0]):#x} but the launch has no array arguments"
+            message = (
+                f"{where}: {source} {verb} address {int(bad[0]):#x} but the launch has no array arguments"
+            )
             raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
         elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
         lo, hi = int(elements.min()), int(elements.max()) + 1
-        all_active = bool(active.all())
         advice = (
             "add a mask, e.g. mask=offsets < n"
-            if all_active
+            if unmasked
             else "the mask lets these lanes through; check the mask's bound"
         )
         elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
@@ -132,7 +134,9 @@ class MemoryGuard:
         file, line = self.locate()
         recorder = self.recorder
         arg = self.buffer_at(int(lanes[0])) if lanes.size else None
-        event = MemoryEvent(kind, recorder.next_seq(), file, line, arg.name if arg else None, int(lanes.size), 0, 0)
+        event = MemoryEvent(
+            kind, recorder.next_seq(), file, line, arg.name if arg else None, int(lanes.size), 0, 0
+        )
         if arg is not None:
             offsets = (lanes.astype(np.int64) - arg.ptr) // arg.itemsize
             event.lo, event.hi = int(offsets.min()), int(offsets.max()) + 1
@@ -177,6 +181,8 @@ class MemoryGuard:
                 triton_compat.ATOMIC_RMW_METHOD,
                 triton_compat.ATOMIC_CAS_METHOD,
                 triton_compat.ASSERT_METHOD,
+                triton_compat.PLAIN_LOAD_METHOD,
+                triton_compat.PLAIN_STORE_METHOD,
             )
         }
         load = originals[triton_compat.LOAD_METHOD]
@@ -184,16 +190,32 @@ class MemoryGuard:
         rmw = originals[triton_compat.ATOMIC_RMW_METHOD]
         cas = originals[triton_compat.ATOMIC_CAS_METHOD]
 
+        unmasked = [False]  # set while tl.load / tl.store without mask= runs (for the error's advice)
+
+        def plain_load(*args: Any) -> Any:
+            unmasked[0] = True
+            try:
+                return originals[triton_compat.PLAIN_LOAD_METHOD](*args)
+            finally:
+                unmasked[0] = False
+
+        def plain_store(*args: Any) -> Any:
+            unmasked[0] = True
+            try:
+                return originals[triton_compat.PLAIN_STORE_METHOD](*args)
+            finally:
+                unmasked[0] = False
+
         def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
             active = _lanes(ptrs, mask)
-            self.check("load", ptrs, active)
+            self.check("load", ptrs, active, unmasked[0])
             result = load(ptrs, mask, other, *rest)
             self.event("load", ptrs, active, result.data, reads=True)
             return result
 
         def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
             active = _lanes(ptrs, mask)
-            self.check("store", ptrs, active)
+            self.check("store", ptrs, active, unmasked[0])
             dtype = triton_compat.pointer_element_np(ptrs)
             before = triton_compat.raw_load(ptrs.data, active, dtype)
             result = store(ptrs, value, mask, *rest)
@@ -245,6 +267,8 @@ class MemoryGuard:
             triton_compat.ATOMIC_RMW_METHOD: atomic_rmw,
             triton_compat.ATOMIC_CAS_METHOD: atomic_cas,
             triton_compat.ASSERT_METHOD: device_assert,
+            triton_compat.PLAIN_LOAD_METHOD: plain_load,
+            triton_compat.PLAIN_STORE_METHOD: plain_store,
         }
         had_own = {name: name in vars(builder) for name in hooks}
         for name, hook in hooks.items():

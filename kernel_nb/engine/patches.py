@@ -8,7 +8,7 @@ namespaces' contents before and puts every attribute back afterwards, whatever t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from kernel_nb.engine import triton_compat
@@ -26,16 +26,13 @@ class NamespaceSnapshot:
         for space, saved in self._saved:
             current = vars(space)
             for name in [n for n in current if n not in saved]:
-                try:
+                with suppress(AttributeError, TypeError):
                     delattr(space, name)
-                except (AttributeError, TypeError):
-                    pass
             for name, value in saved.items():
                 if current.get(name, _MISSING) is not value:
-                    try:
+                    # read-only slots (__dict__, __weakref__) are never changed by the patches
+                    with suppress(AttributeError, TypeError):
                         setattr(space, name, value)
-                    except (AttributeError, TypeError):
-                        pass  # read-only slots (__dict__, __weakref__) are never changed by the patches
 
 
 @contextmanager

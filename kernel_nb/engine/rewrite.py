@@ -57,7 +57,9 @@ class SourceUnavailableError(RuntimeError):
     """The function has no source that `inspect` can find."""
 
 
-def rewrite(fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()) -> RewrittenFunction:
+def rewrite(
+    fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()
+) -> RewrittenFunction:
     """Parse and rewrite a kernel or helper function.
 
     Args:
@@ -85,10 +87,15 @@ def rewrite(fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int,
     for transformer in triton_compat.stock_transformers():
         tree = transformer.visit(tree)
     instrumenter = _Instrumenter(instrument, set(breakpoints))
-    fdef = tree.body[0]
+    transformed = tree.body[0]
+    assert isinstance(transformed, (ast.FunctionDef, ast.AsyncFunctionDef))
+    fdef = transformed
     # the arguments are values too: a program's records start with its inputs
     arg_records = (
-        [instrumenter.record_call(a.arg, fdef.lineno, "arg", fdef) for a in fdef.args.args + fdef.args.kwonlyargs]
+        [
+            instrumenter.record_call(a.arg, fdef.lineno, "arg", fdef)
+            for a in fdef.args.args + fdef.args.kwonlyargs
+        ]
         if instrument
         else []
     )

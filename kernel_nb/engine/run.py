@@ -38,7 +38,9 @@ class Engine:
             self._rewrites[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints)
         return self._rewrites[key]
 
-    def launch(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int) -> Launch:
+    def launch(
+        self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int
+    ) -> Launch:
         """Interpret one launch `kernel[grid](*args, **kwargs)`.
 
         Returns:
@@ -72,7 +74,12 @@ class Engine:
         return launch
 
     def _replay(
-        self, fn: Callable[..., Any], launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray], pid: Pid
+        self,
+        fn: Callable[..., Any],
+        launch: Launch,
+        bound: BoundArguments,
+        snapshot: list[np.ndarray],
+        pid: Pid,
     ) -> ProgramTrace:
         """Run one program again from the launch's input snapshot, keeping all its values.
 
@@ -132,7 +139,9 @@ class _LaunchContext:
                 return known[0].id
         offset = len(statements)
         for i, local in enumerate(rewritten.statements):
-            statements.append(Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind))
+            statements.append(
+                Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind)
+            )
         self.launch.sources.setdefault(
             rewritten.name, SourceInfo(rewritten.name, rewritten.file, rewritten.first_line, rewritten.source)
         )
@@ -183,17 +192,24 @@ class _LaunchContext:
         except KeyboardInterrupt:
             launch.status, launch.error = "interrupted", "interrupted"
             raise LaunchInterrupted(
-                f"{launch.kernel}: interrupted at pid={pid}; the arrays are unchanged", kernel=launch.kernel, pid=pid, launch=launch
+                f"{launch.kernel}: interrupted at pid={pid}; the arrays are unchanged",
+                kernel=launch.kernel,
+                pid=pid,
+                launch=launch,
             ) from None
         except Exception as exc:
             file, line = _kernel_frame(exc, self.codes)
             where = f"{launch.kernel}:{line}" if line else launch.kernel
             pid_text = "" if pid is None else f" pid=({pid[0]},{pid[1]},{pid[2]})"
-            error = KernelError(
-                f"{where}{pid_text}: {type(exc).__name__}: {exc}", kernel=launch.kernel, file=file, line=line, pid=pid
+            wrapped = KernelError(
+                f"{where}{pid_text}: {type(exc).__name__}: {exc}",
+                kernel=launch.kernel,
+                file=file,
+                line=line,
+                pid=pid,
             )
-            self._fail(error)
-            raise error from exc
+            self._fail(wrapped)
+            raise wrapped from exc
         finally:
             sys.stdout = tee.target
             engine._active = previous

@@ -50,7 +50,9 @@ def _interpreter_module() -> types.ModuleType:
 _interp = _interpreter_module()
 TensorHandle = _require(_interp, "TensorHandle")
 InterpreterBuilder = _require(_interp, "InterpreterBuilder")
-InterpreterError = _require(_interp, "InterpreterError") if hasattr(_interp, "InterpreterError") else RuntimeError
+InterpreterError = (
+    _require(_interp, "InterpreterError") if hasattr(_interp, "InterpreterError") else RuntimeError
+)
 
 # The public classes whose methods a session replaces (and restores).
 JIT_FUNCTION = JITFunction
@@ -64,6 +66,8 @@ STORE_METHOD = "create_masked_store"
 ATOMIC_RMW_METHOD = "create_atomic_rmw"
 ATOMIC_CAS_METHOD = "create_atomic_cas"
 ASSERT_METHOD = "create_assert"
+PLAIN_LOAD_METHOD = "create_load"  # tl.load without mask=; calls create_masked_load
+PLAIN_STORE_METHOD = "create_store"
 
 
 def builder() -> Any:
@@ -90,7 +94,7 @@ def raw_load(addresses: np.ndarray, mask: np.ndarray, dtype: np.dtype) -> np.nda
 
 
 def rmw_op_name(op: Any) -> str:
-    """"add", "fadd", "max", ... for an atomic RMW op enum."""
+    """ "add", "fadd", "max", ... for an atomic RMW op enum."""
     return str(op).split(".")[-1].lower()
 
 
@@ -211,7 +215,7 @@ def tensor_data(value: Any) -> np.ndarray:
 
 
 def tensor_type_name(value: Any) -> str:
-    """"fp32", "i32", "pointer<fp16>" for a tensor's element type."""
+    """ "fp32", "i32", "pointer<fp16>" for a tensor's element type."""
     scalar = value.type.scalar if hasattr(value.type, "scalar") else value.dtype
     return str(scalar)
 
@@ -264,7 +268,7 @@ def unwrap_constexpr(value: Any) -> Any:
     return value.value if isinstance(value, tl.constexpr) else value
 
 
-def tensor_descriptor_type() -> type | None:
+def tensor_descriptor_type() -> Any:
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor
     except ImportError:

@@ -93,7 +93,9 @@ def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def causal_attention_fwd(Q, K, V, Out, seq_len, sm_scale, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def causal_attention_fwd(
+    Q, K, V, Out, seq_len, sm_scale, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
     start_m = tl.program_id(0)
     head = tl.program_id(1)
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -241,6 +243,6 @@ def slow_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, STEPS: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offsets)
     acc = x
-    for i in range(STEPS):
+    for _i in range(STEPS):
         acc = acc * 0.5 + x
     tl.store(out_ptr + offsets, acc)

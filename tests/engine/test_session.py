@@ -1,0 +1,209 @@
+"""Session behaviour: interception of every launch kind, exact restore, options, replay, save/load."""
+
+import io
+import pdb
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+import kernel_nb
+from tests.engine import kernels as k
+
+
+def _compile_for_cuda(kernel):
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    source = ASTSource(fn=kernel, signature=signature, constexprs={"BLOCK": 128})
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32))
+
+
+def test_compile_after_interpret_in_the_same_process():
+    x = np.ones(300, np.float32)
+    out = np.zeros_like(x)
+    language_before = dict(vars(tl))
+    tensor_before = dict(vars(tl.tensor))
+    with kernel_nb.interpret():
+        k.add_kernel[(3,)](x, x, out, 300, BLOCK=128)
+        k.helper_kernel[(3,)](x, out, 300, 2.0, BLOCK=128)
+    assert dict(vars(tl)) == language_before
+    assert dict(vars(tl.tensor)) == tensor_before
+    compiled = _compile_for_cuda(k.add_kernel)
+    assert "ld.global" in compiled.asm["ptx"]
+
+
+def test_jit_helpers_cannot_be_called_outside_a_kernel_after_the_session():
+    with kernel_nb.interpret():
+        pass
+    with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
+        k._scale_shift(1, 2, 3)
+
+
+def test_nested_sessions_fail_loudly():
+    with kernel_nb.interpret(), pytest.raises(RuntimeError, match="cannot be nested"):
+        with kernel_nb.interpret():
+            pass
+
+
+def test_patches_are_restored_after_an_error():
+    run_before = type(k.add_kernel).run
+    x = np.ones(10, np.float32)
+    with pytest.raises(kernel_nb.KernelMemoryError), kernel_nb.interpret():
+        k.add_kernel_no_mask[(1,)](x, x, x, 10, BLOCK=16)
+    assert type(k.add_kernel).run is run_before
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}, num_warps=8)], key=["n"]
+)
+@triton.jit
+def autotuned_copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@pytest.mark.parametrize("config, programs", [(0, 5), (1, 3)])
+def test_autotune_runs_the_chosen_config_without_benchmarking(config, programs):
+    x = np.arange(300, dtype=np.float32)
+    out = np.zeros_like(x)
+    grid = lambda meta: (triton.cdiv(300, meta["BLOCK"]),)  # noqa: E731
+    with kernel_nb.interpret(autotune_config=config) as session:
+        autotuned_copy[grid](x, out, 300)
+    np.testing.assert_array_equal(out, x)
+    assert len(session.trace[0].programs) == programs
+
+
+@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
+@triton.jit
+def heuristic_copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def test_heuristics():
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret() as session:
+        heuristic_copy[(1,)](x, out, 100)
+    np.testing.assert_array_equal(out, x)
+    assert session.trace[0].records(0, name="offsets")[0].shape == (128,)
+
+
+def test_records_have_names_shapes_and_counts():
+    x = np.arange(512, dtype=np.float32)
+    y, out = x.copy(), np.zeros_like(x)
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(2,)](x, y, out, 500, BLOCK=256)
+    launch = session.trace[0]
+    names = [(s.name, s.kind) for s in launch.statements]
+    assert names == [
+        ("x_ptr", "arg"), ("y_ptr", "arg"), ("out_ptr", "arg"), ("n", "arg"), ("BLOCK", "arg"),
+        ("pid", "assign"), ("offsets", "assign"), ("mask", "assign"), ("x", "assign"), ("y", "assign"),
+    ]  # fmt: skip
+    records = launch.program(1).records
+    assert [launch.statements[r.stmt].name for r in records] == [n for n, _ in names]
+    by_name = {launch.statements[r.stmt].name: r for r in records}
+    assert by_name["offsets"].shape == (256,) and by_name["offsets"].dtype == "int32"
+    np.testing.assert_array_equal(by_name["offsets"].value, np.arange(256, 512))
+    assert by_name["mask"].summary.mean == pytest.approx(244 / 256)
+    assert by_name["x"].summary.max == 499.0  # masked lanes load 0
+    assert by_name["pid"].shape == () and by_name["pid"].value == 1
+    assert by_name["x_ptr"].pointer_arg == "x_ptr" and by_name["x_ptr"].value == 0
+    events = launch.program(1).events
+    assert [(e.kind, e.arg, e.active, e.lo, e.hi) for e in events] == [
+        ("load", "x_ptr", 244, 256, 500), ("load", "y_ptr", 244, 256, 500), ("store", "out_ptr", 244, 256, 500)
+    ]  # fmt: skip
+    store = events[2]
+    np.testing.assert_array_equal(store.before[store.mask], 0.0)
+    np.testing.assert_array_equal(store.values[store.mask], 2 * x[256:500])
+    assert launch.buffers["out_ptr"].never_written().tolist() == list(range(500, 512))
+
+
+def test_budget_keeps_summaries_for_all_and_replays_the_rest():
+    x = np.arange(64 * 16, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(16,)](x, x, out, x.size, BLOCK=64)
+    per_program = session.trace[0].kept_bytes // 16
+    with kernel_nb.interpret(budget_bytes=per_program + 1) as session:
+        k.add_kernel[(16,)](x, x, out, x.size, BLOCK=64)
+    launch = session.trace[0]
+    kept = [pid for pid, p in launch.programs.items() if p.kept]
+    assert kept == [(0, 0, 0), (1, 0, 0)]  # the budget lasts for the first programs only
+    assert launch.kept_bytes == 2 * per_program
+    assert all(p.records and p.records[-1].summary.size == 64 for p in launch.programs.values())
+    assert launch.programs[(9, 0, 0)].records[-1].value is None
+    replayed = launch.program(9)  # replayed from the snapshot of the inputs
+    assert replayed.kept
+    np.testing.assert_array_equal(launch.value(9, "x"), x[9 * 64 : 10 * 64])
+    np.testing.assert_array_equal(out, 2 * x)  # replay left the results alone
+
+
+def test_pid_selection():
+    x = np.arange(64 * 4, dtype=np.float32)
+    with kernel_nb.interpret(pids=((2, 0, 0),)) as session:
+        k.copy_kernel[(4,)](x, np.zeros_like(x), x.size, BLOCK=64)
+    assert [pid for pid, p in session.trace[0].programs.items() if p.kept] == [(2, 0, 0)]
+
+
+def test_no_capture_still_guards_and_records_memory():
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret(capture=False) as session:
+        k.copy_kernel[(2,)](x, out, 128, BLOCK=64)
+    np.testing.assert_array_equal(out, x)
+    launch = session.trace[0]
+    assert launch.statements == [] and all(not p.records for p in launch.programs.values())
+    assert [e.kind for e in launch.programs[(1, 0, 0)].events] == ["load", "store"]
+
+
+def test_launch_option_interprets_only_that_launch():
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret(launch=0) as session:
+        k.copy_kernel[(1,)](x, out, 64, BLOCK=64)
+        with pytest.raises(Exception) as info:
+            k.copy_kernel[(1,)](x, out, 64, BLOCK=64)
+    assert len(session.trace) == 1
+    assert not isinstance(info.value, kernel_nb.KernelError)
+
+
+def test_reverse_order_gives_the_same_result_for_independent_programs():
+    x = np.arange(300, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret(order="reverse") as session:
+        k.add_kernel[(3,)](x, x, out, 300, BLOCK=128)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert list(session.trace[0].programs) == [(2, 0, 0), (1, 0, 0), (0, 0, 0)]
+
+
+def test_breakpoint_stops_in_the_chosen_program():
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros_like(x)
+    line = k.add_kernel.fn.__code__.co_firstlineno + 5  # x = tl.load(...)
+    stdout = io.StringIO()
+    debugger = lambda: pdb.Pdb(stdin=io.StringIO("p offsets\ncontinue\n"), stdout=stdout)  # noqa: E731
+    with kernel_nb.interpret(breakpoints=(line,), break_pid=(1, 0, 0), debugger=debugger):
+        k.add_kernel[(2,)](x, x, out, 256, BLOCK=128)
+    shown = stdout.getvalue()
+    assert f"kernels.py({line})add_kernel()" in shown
+    assert "array([128, 129, 130" in shown and shown.count("(Pdb)") == 2  # program 1 only
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_save_and_load(tmp_path):
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(2,)](x, x, out, 128, BLOCK=64)
+    path = tmp_path / "trace.knb"
+    session.trace.save(path)
+    loaded = kernel_nb.Trace.load(path)
+    np.testing.assert_array_equal(loaded[0].value(1, "x"), x[64:])
+    assert loaded[0].statements == session.trace[0].statements
+    assert loaded.summary() == session.trace.summary()
+    (tmp_path / "bad").write_bytes(b"nope")
+    with pytest.raises(ValueError, match="not a kernel_nb trace"):
+        kernel_nb.Trace.load(tmp_path / "bad")
