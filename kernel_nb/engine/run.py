@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import linecache
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -169,6 +171,8 @@ class _LaunchContext:
         previous, engine._active = engine._active, self
         tee = _Tee(sys.stdout)
         sys.stdout = tee
+        # pdb's "continue" installs its own Ctrl-C handler; a breakpoint must not leave it behind
+        sigint = signal.getsignal(signal.SIGINT) if _main_thread() else None
         pid: Pid | None = None
         try:
             with interpreter_scope(engine.call_helper) as b, self.guard.installed(b):
@@ -185,7 +189,9 @@ class _LaunchContext:
                         program.stdout = "".join(tee.parts)
                         launch.programs[pid] = program
                     if progress is not None:
-                        progress(done + 1, len(order))
+                        _report_progress(progress, done + 1, len(order))
+        except _CallbackError as failed:
+            raise failed.error from None
         except KernelError as error:
             self._fail(error)
             raise
@@ -213,12 +219,32 @@ class _LaunchContext:
         finally:
             sys.stdout = tee.target
             engine._active = previous
+            if sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
+                signal.signal(signal.SIGINT, sigint)
 
     def _fail(self, error: KernelError) -> None:
         self.launch.status, self.launch.error = "error", error.message
         error.launch = self.launch
         if error.file and error.line and error.source_line is None:
             error.source_line = linecache.getline(error.file, error.line) or None
+
+
+class _CallbackError(Exception):
+    """An error of the caller's progress callback: not the kernel's, so passed on as it is."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _report_progress(progress: Callable[[int, int], None], done: int, total: int) -> None:
+    try:
+        progress(done, total)
+    except Exception as exc:
+        raise _CallbackError(exc) from exc
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 class _Tee(io.TextIOBase):

@@ -120,3 +120,15 @@ def test_keyboard_interrupt_leaves_arrays_untouched():
     assert isinstance(info.value, KeyboardInterrupt)
     assert session.trace[0].status == "interrupted"
     assert calls[-1] == 10
+
+
+def test_a_failing_progress_callback_is_not_reported_as_a_kernel_error():
+    def broken(done, total):
+        raise RuntimeError("progress callback broke")
+
+    x = np.ones(64, np.float32)
+    with (
+        kernel_nb.interpret(progress=broken),
+        pytest.raises(RuntimeError, match=r"^progress callback broke$"),
+    ):
+        k.copy_kernel[(1,)](x, np.zeros_like(x), 64, BLOCK=64)

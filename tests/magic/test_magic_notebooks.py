@@ -1,0 +1,133 @@
+"""%%tkernel in a real Jupyter kernel: notebooks written with nbformat and executed with nbclient."""
+
+from __future__ import annotations
+
+import sys
+
+import nbformat
+import pytest
+from nbclient.exceptions import CellExecutionError
+from tkernel_support import KERNELS, ROOT, errors_of, line_of, notebook, text_of
+
+ADD = "add_kernel[(4,)](x, y, out, 1000, BLOCK=256)"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def test_vector_add_in_a_kernel(run_notebook):
+    nb = run_notebook(
+        notebook(
+            "import sys\nprint(sys.executable)",
+            "%load_ext kernel_nb",
+            KERNELS,
+            f"%%tkernel interpret\n{ADD}",
+            "assert (out == x + y).all()\nprint(type(_tk).__name__, _tk[0].kernel, _tk[0].value(1, 'offsets')[:3])",
+        )
+    )
+
+    executable, _, _, launch, check = nb.cells
+    assert text_of(executable).strip() == sys.executable  # the kernel runs this interpreter
+    [shown] = launch.outputs
+    assert shown.output_type == "display_data"
+    assert WIDGET in shown.data or "text/html" in shown.data
+    assert text_of(check) == "Trace add_kernel [256 257 258]\n"
+
+
+@pytest.mark.parametrize(
+    ("cell", "shown"),
+    [
+        ("%%tkernel interpret\nunmasked_kernel[(4,)](x, out, BLOCK=256)", "KernelMemoryError"),
+        ("%%tkernel interpret --bogus\nout[:] = 7", "UsageError: unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_failing_cell_stops_the_notebook(run_notebook, cell, shown):
+    nb = notebook("%load_ext kernel_nb", KERNELS, cell, "print('not reached')")
+
+    with pytest.raises(CellExecutionError, match=shown) as failure:
+        run_notebook(nb)
+    assert "not reached" not in str(failure.value)
+
+
+def test_errors_show_the_kernel_line_and_the_kernel_survives(run_notebook):
+    nb = run_notebook(
+        notebook(
+            "%load_ext kernel_nb",
+            KERNELS,
+            "%%tkernel interpret\nshape_kernel[(4,)](x, out, 1000, BLOCK=256)",
+            "%%tkernel interpret\nunmasked_kernel[(4,)](x, out, BLOCK=256)",
+            "print('alive', out.any(), _tk[0].status)",
+            "%%tkernel interpret --bogus\nout[:] = 7",
+            "%%tkernel gpu\nout[:] = 7",
+            "print(out.any())",
+        ),
+        allow_errors=True,
+    )
+
+    _, _, shape, oob, alive, bad_flag, gpu, untouched = nb.cells
+    [error] = errors_of(shape)
+    assert error.ename == "KernelError"
+    line = line_of(KERNELS, "tl.zeros((2 * BLOCK,)")
+    assert error.evalue.startswith(
+        f"shape_kernel:{line} pid=(0,0,0): ValueError: Cannot make_shape_compatible"
+    )
+    assert f"line {line}, in shape_kernel" in error.traceback[1]
+    assert "+ tl.zeros((2 * BLOCK,), tl.float32)" in error.traceback[2]
+
+    [error] = errors_of(oob)
+    assert error.ename == "KernelMemoryError"
+    assert error.evalue.startswith(
+        f"unmasked_kernel:{line_of(KERNELS, 'x = tl.load(x_ptr + offsets)')} pid=(3,0,0): "
+        "tl.load of x_ptr reads elements [1000, 1024)"
+    )
+    assert text_of(alive) == "alive False error\n"
+
+    # IPython shows a UsageError as one line on stderr (and fails the cell: see the test above).
+    assert text_of(bad_flag) == "UsageError: unrecognized arguments: --bogus\n"
+    assert text_of(gpu) == (
+        "UsageError: %%tkernel gpu: the GPU runner is not available yet; use %%tkernel interpret to run on the CPU\n"
+    )
+    assert text_of(untouched) == "False\n"
+
+
+SLOW = """\
+@triton.jit
+def slow_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(x_ptr + offsets)
+    for i in range(200):
+        acc = acc + 1.0
+    tl.store(out_ptr + offsets, acc)
+"""
+
+
+def test_the_stop_button_ends_the_launch_and_leaves_the_arrays_unchanged(run_notebook):
+    launch = "%%tkernel interpret\nslow_kernel[(1000,)](x, out, BLOCK=1)"
+    nb = run_notebook(
+        notebook("%load_ext kernel_nb", KERNELS, SLOW, launch, "print(out.any(), _tk[0].status)"),
+        allow_errors=True,
+        # The launch cell is interrupted after 3 s, as the stop button would; the launch takes several seconds.
+        timeout_func=lambda cell: 3 if cell.source == launch else 300,
+        interrupt_on_timeout=True,
+        shell_timeout_interval=1,
+    )
+
+    _, _, _, interrupted, after = nb.cells
+    [error] = errors_of(interrupted)
+    assert error.ename == "CellInterrupted"
+    assert error.evalue.startswith("interrupted: slow_kernel at pid (")
+    assert error.evalue.endswith(",0,0), arrays unchanged")
+    assert error.traceback == [error.evalue]
+    # The launch ran longer than a second, so a progress bar was shown.
+    assert any(
+        WIDGET in output.get("data", {}) for output in interrupted.outputs
+    ) or "interpreting" in text_of(interrupted)
+    assert text_of(after) == "False interrupted\n"
+
+
+def test_quickstart_notebook_runs(run_notebook):
+    path = ROOT / "notebooks" / "01-quickstart.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code")  # committed cleared
+
+    executed = run_notebook(nb)
+
+    assert not any(errors_of(cell) for cell in executed.cells if cell.cell_type == "code")
