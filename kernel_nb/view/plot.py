@@ -1,0 +1,105 @@
+"""Matplotlib drawing of recorded values, in the same colours as the interactive viewer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kernel_nb.trace import Launch, Trace
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+# Kept equal to the constants at the top of js/viewer.js, so a PNG reads like the widget.
+CMAP = "viridis"
+NAN_COLOR = "#ff00ff"
+POSINF_COLOR = "#ff3b30"
+NEGINF_COLOR = "#1e90ff"
+MASKED_COLOR = "#9e9e9e"
+
+
+def plot(
+    launch_or_trace: Launch | Trace,
+    pid: int | tuple[int, ...],
+    name: str,
+    iteration: tuple[int, ...] | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Draw one recorded value as a heatmap (NaN, +Inf and -Inf in their own colours).
+
+    Args:
+        launch_or_trace: a launch, or a trace (its first launch that recorded `name`).
+        pid: the program id (an int is the x axis).
+        name: the variable.
+        iteration: loop iteration of the record; the last one recorded when None.
+        ax: where to draw; a new figure when None.
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        KeyError: no launch or program recorded `name` (at that iteration).
+    """
+    launch = _launch_with(launch_or_trace, name)
+    value = launch.value(pid, name, iteration)
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(6, 3.2))
+    records = [r for r in launch.records(pid, name=name) if iteration is None or r.iteration == iteration]
+    record = records[-1]
+    stmt = launch.statements[record.stmt]
+    title = f"{launch.kernel} pid={_pid_text(pid)} {name} (line {stmt.line})"
+    if record.iteration:
+        title += f" iteration {record.iteration}"
+    draw_value(ax, value, f"{title}\n{record.dtype}{list(record.shape)}")
+    return ax
+
+
+def draw_value(ax: Axes, value: np.ndarray, title: str) -> None:
+    """Heatmap of a value on `ax`: rank ≤ 2 as is, higher ranks as their first 2-D slice."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize, to_rgba
+
+    data = np.asarray(value)
+    if data.ndim > 2:
+        title += f"  [slice {(0,) * (data.ndim - 2)}]"
+        data = data[(0,) * (data.ndim - 2)]
+    data = data.reshape(1, -1) if data.ndim < 2 else data
+    floats = data.astype(np.float64)
+    finite = np.isfinite(floats)
+    lo, hi = (float(floats[finite].min()), float(floats[finite].max())) if finite.any() else (0.0, 1.0)
+    norm = Normalize(lo, hi if hi > lo else lo + 1)
+    cmap = _colormap()
+    rgba = cmap(norm(np.where(finite, floats, lo)))
+    rgba[np.isnan(floats)] = to_rgba(NAN_COLOR)
+    rgba[floats == np.inf] = to_rgba(POSINF_COLOR)
+    rgba[floats == -np.inf] = to_rgba(NEGINF_COLOR)
+    strip = data.shape[0] == 1
+    ax.imshow(rgba, interpolation="nearest", aspect="auto" if strip else "equal")
+    if strip:
+        ax.set_yticks([])
+    ax.set_title(title, fontsize=9)
+    figure = ax.get_figure()
+    if figure is not None:
+        figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.046, pad=0.04)
+
+
+def _colormap():  # type: ignore[no-untyped-def]
+    from matplotlib import colormaps
+
+    return colormaps[CMAP]
+
+
+def _launch_with(launch_or_trace: Launch | Trace, name: str) -> Launch:
+    if isinstance(launch_or_trace, Launch):
+        return launch_or_trace
+    for launch in launch_or_trace:
+        if any(s.name == name for s in launch.statements):
+            return launch
+    raise KeyError(f"no launch of the trace recorded {name!r}")
+
+
+def _pid_text(pid: int | tuple[int, ...]) -> str:
+    return f"({pid}, 0, 0)" if isinstance(pid, int) else str(tuple(pid))

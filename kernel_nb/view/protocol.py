@@ -1,0 +1,224 @@
+"""The messages between the viewer's Python side and its ESM (js/viewer.js).
+
+Widget state holds only `ViewerMeta`: small, launch-wide metadata. Everything per program
+travels on demand as a custom message: the browser sends a request, Python answers with one
+reply whose `id` echoes the request's, plus binary buffers for array data. Replies never carry
+NaN (JSON cannot): missing statistics are null.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+# Each reply's buffers stay far below the 10 MiB websocket cap (a 1024x1024 float32 view is 4 MiB).
+MAX_VALUE_BYTES = 4 * 1024 * 1024
+# Per axis of a drawn view: wider values are reduced block-wise, with a note saying so.
+MAX_SIDE = 4096
+# Categorical access maps are one byte per drawn element.
+MAX_MAP_CELLS = 1024 * 1024
+
+
+class SummaryPayload(TypedDict):
+    min: float | None
+    max: float | None
+    mean: float | None
+    nan: int
+    inf: int
+    size: int
+
+
+class StatementMeta(TypedDict):
+    id: int
+    file: str
+    line: int
+    name: str
+    function: str
+    kind: str
+
+
+class SourceMeta(TypedDict):
+    function: str
+    file: str
+    first_line: int
+    text: str
+
+
+class ArgMeta(TypedDict):
+    name: str
+    kind: str
+    dtype: str
+    shape: list[int]
+
+
+class BufferMeta(TypedDict):
+    arg: str
+    size: int
+    shape: list[int]
+    written: bool
+    never_written: int
+    written_more_than_once: int
+    oob: int
+
+
+class FindingMeta(TypedDict):
+    kind: str
+    severity: str
+    message: str
+    pid: list[int] | None
+    file: str | None
+    line: int | None
+    arg: str | None
+    elements: int
+
+
+class LaunchMeta(TypedDict):
+    index: int
+    kernel: str
+    grid: list[int]
+    num_programs: int
+    status: str
+    error: str | None
+    statements: list[StatementMeta]
+    sources: list[SourceMeta]
+    args: list[ArgMeta]
+    buffers: list[BufferMeta]
+    findings: list[FindingMeta]
+    findings_total: int
+
+
+class ViewerMeta(TypedDict):
+    launches: list[LaunchMeta]
+
+
+# Requests (browser → Python). `id` is echoed in the reply so stale replies can be dropped.
+
+
+class ProgramRequest(TypedDict):
+    type: Literal["program"]
+    id: int
+    launch: int
+    pid: list[int]
+
+
+class _ValueRequired(TypedDict):
+    type: Literal["value"]
+    id: int
+    launch: int
+    pid: list[int]
+    source: Literal["record", "event"]
+    index: int
+
+
+class ValueRequest(_ValueRequired, total=False):
+    field: Literal["values", "indices", "before"]  # events only; default "values"
+    axes: list[int]  # the two axes drawn (rank ≥ 3); default the last two
+    at: list[int]  # index along every axis; entries of drawn axes are ignored
+
+
+class FootprintRequest(TypedDict):
+    type: Literal["footprint"]
+    id: int
+    launch: int
+    pid: list[int]
+    arg: str
+
+
+class BufferRequest(TypedDict):
+    type: Literal["buffer"]
+    id: int
+    launch: int
+    arg: str
+
+
+Request = ProgramRequest | ValueRequest | FootprintRequest | BufferRequest
+
+
+# Replies (Python → browser).
+
+
+class RecordEntry(TypedDict):
+    index: int
+    stmt: int
+    seq: int
+    iteration: list[int]
+    call_path: list[str]
+    dtype: str
+    shape: list[int]
+    summary: SummaryPayload
+    pointer_arg: str | None
+
+
+class EventEntry(TypedDict):
+    index: int
+    kind: str
+    seq: int
+    file: str
+    line: int
+    arg: str | None
+    active: int
+    lanes: int
+    lo: int
+    hi: int
+
+
+class ProgramReply(TypedDict):
+    type: Literal["program"]
+    id: int
+    launch: int
+    pid: list[int]
+    kept: bool
+    records: list[RecordEntry]
+    events: list[EventEntry]
+    stdout: str
+    truncated: int  # records and events left out of a very long program
+
+
+class Histogram(TypedDict):
+    counts: list[int]
+    lo: float | None
+    hi: float | None
+
+
+class ValueReply(TypedDict):
+    """Buffers: [data (float32 or float64, row-major, `view_shape`), mask (uint8, 1 = active)?]."""
+
+    type: Literal["value"]
+    id: int
+    label: str
+    dtype: str
+    shape: list[int]
+    axes: list[int]
+    at: list[int]
+    view_shape: list[int]
+    step: list[int]
+    format: Literal["f4", "f8"]
+    has_mask: bool
+    summary: SummaryPayload
+    hist: Histogram
+    note: str
+
+
+class MapReply(TypedDict):
+    """Buffers: [codes (uint8, row-major, `view_shape`)], each code indexing `legend`."""
+
+    type: Literal["footprint", "buffer"]
+    id: int
+    arg: str
+    shape: list[int]
+    size: int
+    grid: list[int]  # the 2-D layout before reduction: element offset = row * grid[1] + col
+    view_shape: list[int]
+    step: list[int]
+    legend: list[str]
+    counts: list[int]
+    oob: list[list[int]]  # [pid x, pid y, pid z, line, first offending element] per refused access
+    note: str
+
+
+class ErrorReply(TypedDict):
+    type: Literal["error"]
+    id: int
+    message: str
+
+
+Reply = ProgramReply | ValueReply | MapReply | ErrorReply

@@ -1,0 +1,118 @@
+"""`TraceViewer`: the anywidget that shows a trace; drawing lives in js/viewer.js."""
+
+from __future__ import annotations
+
+import base64
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from kernel_nb.trace import Launch, Trace
+from kernel_nb.view import dispatch, payloads, static
+
+
+def _asset(name: str) -> str:
+    """The text of a file of js/: packaged as `kernel_nb.static` in a wheel, beside the package in a checkout."""
+    try:
+        resource = resources.files("kernel_nb.static") / name
+        if resource.is_file():
+            return resource.read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        pass
+    return (Path(__file__).resolve().parents[2] / "js" / name).read_text(encoding="utf-8")
+
+
+class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
+    """An interactive view of a `Trace`: source, per-program values, memory maps, findings.
+
+    Widget state holds only launch-wide metadata (`meta`) and the current selection; values,
+    per-program summaries and access maps are fetched by the browser one request at a time
+    (see `kernel_nb.view.protocol`), so a launch of thousands of programs costs nothing until
+    a program is looked at. Programs whose values were not kept are replayed on request.
+
+    Args:
+        trace: the trace to show (a single `Launch` is shown as a one-launch trace).
+    """
+
+    _esm = _asset("viewer.js")
+    _css = _asset("viewer.css")
+
+    meta = traitlets.Dict().tag(sync=True)
+    launch = traitlets.Int(0).tag(sync=True)
+    pid = traitlets.List(traitlets.Int(), default_value=[0, 0, 0]).tag(sync=True)
+    stmt = traitlets.Int(-1).tag(sync=True)  # -1: nothing selected
+    iteration = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
+
+    def __init__(self, trace: Trace | Launch, **kwargs: Any) -> None:
+        self.trace = trace if isinstance(trace, Trace) else Trace(launches=[trace])
+        launch, pid, stmt, iteration = payloads.default_selection(self.trace)
+        super().__init__(
+            meta=dict(payloads.viewer_meta(self.trace)),
+            launch=launch,
+            pid=pid,
+            stmt=stmt,
+            iteration=iteration,
+            **kwargs,
+        )
+        self.on_msg(self._on_request)
+
+    def _on_request(self, _widget: object, content: dict[str, Any], _buffers: list[bytes]) -> None:
+        reply, buffers = dispatch.answer(self.trace, content)
+        self.send(dict(reply), buffers)
+
+    def select(
+        self,
+        *,
+        launch: int | None = None,
+        pid: int | tuple[int, ...] | None = None,
+        name: str | None = None,
+        iteration: tuple[int, ...] | None = None,
+    ) -> TraceViewer:
+        """Point the view at a launch, program and variable (what a click would do).
+
+        Args:
+            launch: launch index.
+            pid: program id (an int is the x axis).
+            name: variable name; its last record in that program unless `iteration` is given.
+            iteration: loop iteration of the record.
+
+        Returns:
+            The viewer, for chaining in a notebook cell.
+
+        Raises:
+            KeyError: the program did not record `name`.
+        """
+        with self.hold_sync():
+            if launch is not None:
+                self.launch = launch
+            if pid is not None:
+                padded = [pid] if isinstance(pid, int) else list(pid)
+                self.pid = [*padded, 0, 0, 0][:3]
+            if name is not None:
+                current = self.trace[self.launch]
+                records = [
+                    r
+                    for r in current.programs[(self.pid[0], self.pid[1], self.pid[2])].records
+                    if current.statements[r.stmt].name == name
+                    and (iteration is None or r.iteration == tuple(iteration))
+                ]
+                if not records:
+                    raise KeyError(f"{current.kernel}: program {tuple(self.pid)} recorded no {name!r}")
+                self.stmt = records[-1].stmt
+                self.iteration = list(records[-1].iteration)
+        return self
+
+    def to_png(self) -> bytes:
+        """The current view as a PNG (what notebooks without the widget's JavaScript show)."""
+        return static.render_png(self.trace, self.launch, tuple(self.pid), self.stmt, tuple(self.iteration))
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        data["image/png"] = base64.b64encode(self.to_png()).decode("ascii")
+        return data, metadata

@@ -1,0 +1,162 @@
+"""End to end: %%tkernel interpret in a real JupyterLab, driven by headless Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+HEAT = 'canvas[data-role="heatmap"]'
+READY = f"document.querySelector('{HEAT}')?.dataset.state === 'ready'"
+
+pytestmark = pytest.mark.browser
+
+KERNEL = """\
+import numpy as np
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    output = x + y
+    tl.store(out_ptr + offsets, output, mask=mask)
+
+
+n = 1000
+x = np.arange(n, dtype=np.float32)
+y = np.ones(n, dtype=np.float32)
+out = np.empty_like(x)"""
+
+LAUNCH = """\
+%%tkernel interpret
+add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)"""
+
+
+def notebook() -> dict[str, object]:
+    cells = ["%load_ext kernel_nb", KERNEL, LAUNCH]
+    return {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"c{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": src,
+            }
+            for i, src in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[str]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (make chromium installs it)")
+    try:
+        import kernel_nb.magic  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"kernel_nb.magic cannot be imported: {error}")
+    (tmp_path / "e2e.ipynb").write_text(json.dumps(notebook()))
+    port = free_port()
+    jupyter = Path(sys.executable).with_name("jupyter")
+    log = (tmp_path / "lab.log").open("w")
+    server = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--ServerApp.token=", "--ServerApp.password=", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", "--ServerApp.allow_root=True", f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"jupyter lab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/lab/tree/e2e.ipynb"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def test_tkernel_cell_shows_a_viewer_that_follows_the_pid(lab: str, artifacts: Path) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            page.set_default_timeout(90_000)
+            page.goto(lab)
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            # JupyterLab may ask which kernel to start, even with the kernelspec in the metadata.
+            with contextlib.suppress(PlaywrightTimeout):
+                page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
+            page.wait_for_selector("text=Python 3 (ipykernel) | Idle")
+            page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
+            page.locator('.lm-Menu-itemLabel:text-is("Run All Cells")').click()
+            try:
+                page.wait_for_function(READY)
+            except Exception:
+                page.screenshot(path=str(artifacts / "lab-e2e-failure.png"))
+                outputs = page.locator(".jp-OutputArea").all_inner_texts()
+                raise AssertionError(f"no heatmap drawn; cell outputs: {outputs}") from None
+            page.wait_for_function("document.querySelectorAll('canvas[data-role=\"buffer\"]').length === 3")
+            heat = page.locator(HEAT)
+            assert page.locator(".knb-label").inner_text().startswith("output")
+            before = heat.evaluate("c => c.toDataURL()")
+            checksum = heat.get_attribute("data-checksum")
+            page.locator('input[aria-label="pid x"]').evaluate(
+                "s => { s.value = '7'; s.dispatchEvent(new Event('input', { bubbles: true })); }"
+            )
+            page.wait_for_function(
+                f"c => {READY} && document.querySelector('{HEAT}').dataset.checksum !== c", arg=checksum
+            )
+            assert heat.evaluate("c => c.toDataURL()") != before
+            # The last program runs 104 of its 128 lanes: its stored values end at 999 + 1.
+            assert page.locator(".knb-stats td").nth(1).inner_text() == "1000"
+            page.locator(".knb-viewer, .knb").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / "lab-e2e.png"))
+        finally:
+            browser.close()
