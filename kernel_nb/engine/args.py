@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -39,8 +40,9 @@ class Memory:
     write: Callable[[np.ndarray], None]
     copy: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
 
-    @property
+    @cached_property
     def base(self) -> int:
+        """Host address of the copy (fixed once the copy is made)."""
         return int(self.copy.ctypes.data)
 
 
