@@ -17,6 +17,7 @@ from typing import Any
 
 from kernel_nb.errors import KernelAssertionError, KernelError, KernelMemoryError, LaunchInterrupted
 from kernel_nb.options import Options
+from kernel_nb.poison import poison
 from kernel_nb.session import Session, interpret
 from kernel_nb.trace import (
     ArgumentInfo,
@@ -52,6 +53,7 @@ __all__ = [
     "interpret",
     "load_ipython_extension",
     "plot",
+    "poison",
     "unload_ipython_extension",
 ]
 

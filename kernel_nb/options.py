@@ -11,6 +11,7 @@ DEFAULT_BUDGET = 512 << 20
 
 PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
+Numerics = Literal["gpu", "stock"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +31,12 @@ class Options:
         order: the order programs run in ("reverse", "shuffle" expose order dependence).
         seed: the seed of the "shuffle" order.
         progress: called as progress(done, total) while a launch runs.
+        numerics: "gpu" computes what an NVIDIA GPU computes (tf32 dots by default, bf16/fp8
+            rounded to nearest even, saturating float-to-int casts); "stock" is Triton's interpreter.
+        detect: run the bug detectors (NaN/Inf origin, undefined operations, races, coverage,
+            uninitialised reads) and put their findings on each launch.
+        poison: argument names whose memory counts as uninitialised: filled with NaN (integers:
+            their maximum) before the launch, and reads of elements no program wrote are reported.
     """
 
     pids: PidSelection = "all"
@@ -43,6 +50,9 @@ class Options:
     order: Order = "serial"
     seed: int = 0
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
+    numerics: Numerics = "gpu"
+    detect: bool = True
+    poison: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pids != "all" and (
@@ -59,6 +69,10 @@ class Options:
             raise ValueError(f"launch must be a non-negative launch index, got {self.launch!r}")
         if self.order not in ("serial", "reverse", "shuffle"):
             raise ValueError(f"order must be 'serial', 'reverse' or 'shuffle', got {self.order!r}")
+        if self.numerics not in ("gpu", "stock"):
+            raise ValueError(f"numerics must be 'gpu' or 'stock', got {self.numerics!r}")
+        if not isinstance(self.poison, tuple) or not all(isinstance(n, str) for n in self.poison):
+            raise ValueError(f"poison must be a tuple of argument names, got {self.poison!r}")
         if any(not isinstance(line, int) or line <= 0 for line in self.breakpoints):
             raise ValueError(f"breakpoints must be positive line numbers, got {self.breakpoints!r}")
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.poison import PoisonedArray, poison_value
 from kernel_nb.trace import ArgumentInfo
 
 
@@ -67,6 +68,7 @@ class BufferArg:
     span_lo: int
     span_hi: int
     memory: Memory
+    poisoned: bool = False
 
     @property
     def ptr(self) -> int:
@@ -135,6 +137,20 @@ class BoundArguments:
         for memory, saved in zip(self.memories, snapshot):
             memory.copy[...] = saved
 
+    def poison(self, names: tuple[str, ...]) -> None:
+        """Fill the named arguments' copies with the poison value and mark them uninitialised.
+
+        Raises:
+            ArgumentError: a name that is not an array argument of the kernel.
+        """
+        known = {b.name: b for b in self.buffers}
+        for name in names:
+            if name not in known:
+                raise ArgumentError(f"poison: {name!r} is not an array argument (arrays: {', '.join(known)})")
+            arg = known[name]
+            arg.span_view()[...] = poison_value(arg.dtype)
+            arg.poisoned = True
+
     def commit(self) -> None:
         """Write every copy back to the caller's memory, with Ctrl-C held until the copy is complete."""
         with _deferred_interrupt():
@@ -172,7 +188,7 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
                 regions.append((path, leaf, array.region, array.read, array.write))
     memories = _group(regions)
     buffers: dict[str, BufferArg] = {}
-    for path, (_leaf, array) in described.items():
+    for path, (leaf, array) in described.items():
         space, lo, hi = array.region
         memory = next(m for m in memories if m.space == space and m.lo <= lo and hi <= m.hi)
         buffers[path] = BufferArg(
@@ -184,6 +200,7 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
             span_lo=array.region[1] - memory.lo,
             span_hi=array.region[2] - memory.lo,
             memory=memory,
+            poisoned=isinstance(leaf, PoisonedArray),
         )
     values: dict[str, Any] = {}
     infos: list[ArgumentInfo] = []

@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernel_nb import numerics
+from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
-from kernel_nb.trace import Pid, ProgramTrace, Record, Summary
+from kernel_nb.engine.rewrite import LocalStatement
+from kernel_nb.trace import Pid, ProgramTrace, Record, Statement, Summary
 
 if TYPE_CHECKING:
     from kernel_nb.engine.hooks import MemoryGuard
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
 class _Frame:
     label: str
     loops: list[int] = field(default_factory=list)
+    # per local name: (holds NaN, holds Inf) after its last assignment
+    nonfinite: dict[str, tuple[bool, bool]] = field(default_factory=dict)
 
 
 class Recorder:
@@ -43,6 +48,9 @@ class Recorder:
         self.seq = 0
         self.frames: list[_Frame] = [_Frame("")]
         self.selected: set[Pid] | None = None if options.pids == "all" else set(options.pids)
+        self.statements: list[Statement] = []
+        self.statement_info: list[LocalStatement] = []
+        self.observations: Observations | None = None
 
     def begin(self, pid: Pid, *, force_keep: bool = False) -> ProgramTrace:
         """Start recording a program; its values are kept if selected and the budget allows."""
@@ -84,6 +92,57 @@ class Recorder:
             record.value = np.array(data, copy=True)
             self.kept_bytes += record.value.nbytes
         self.program.records.append(record)
+        if self.observations is not None:
+            self._trace_nonfinite(stmt, data, record.summary)
+
+    def _trace_nonfinite(self, stmt: int, data: np.ndarray, summary: Summary) -> None:
+        """Report the statement where NaN (or Inf) first appears from operands that had none."""
+        info = self.statement_info[stmt]
+        frame = self.frames[-1]
+        has_nan, has_inf = summary.nan > 0, summary.inf > 0
+        if (has_nan or has_inf) and info.kind in ("assign", "augassign"):
+            seen = [frame.nonfinite.get(name, (False, False)) for name in info.operands]
+            operand_nan = any(n for n, _ in seen)
+            operand_inf = any(i for _, i in seen)
+            statement = self.statements[stmt]
+            pid = self.program.pid
+            assert self.observations is not None
+            if has_nan and not operand_nan and not self.observations.seen("nan_origin", pid):
+                lanes = np.flatnonzero(np.isnan(np.asarray(data, dtype=np.float64)).reshape(-1))
+                source = (
+                    "loads NaN from memory"
+                    if info.loads
+                    else "becomes NaN here, from operands that hold no NaN"
+                    + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf else "")
+                )
+                self.observations.add(
+                    "nan_origin",
+                    "warning" if info.loads else "error",
+                    pid,
+                    statement.file,
+                    statement.line,
+                    elements=lanes,
+                    detail=f"{info.name} {source}: {lanes.size} of {summary.size} lanes {describe(lanes)}",
+                )
+            elif (
+                has_inf
+                and not (operand_nan or operand_inf or info.makes_inf)
+                and not self.observations.seen("inf_origin", pid)
+            ):
+                lanes = np.flatnonzero(np.isinf(np.asarray(data, dtype=np.float64)).reshape(-1))
+                source = (
+                    "loads Inf from memory" if info.loads else "overflows to Inf here, from finite operands"
+                )
+                self.observations.add(
+                    "inf_origin",
+                    "warning",
+                    pid,
+                    statement.file,
+                    statement.line,
+                    elements=lanes,
+                    detail=f"{info.name} {source}: {lanes.size} of {summary.size} lanes {describe(lanes)}",
+                )
+        frame.nonfinite[info.name] = (has_nan, has_inf)
 
     def _extract(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], str | None] | None:
         if triton_compat.is_tensor(value):
@@ -92,10 +151,13 @@ class Recorder:
                 return None
             shape = triton_compat.tensor_shape(value)
             data = data.reshape(shape) if data.size == int(np.prod(shape)) else data
+            type_name = triton_compat.tensor_type_name(value)
             if triton_compat.is_pointer_tensor(value):
                 offsets, arg = self.guard.offsets(data) if self.guard is not None else (data, None)
-                return offsets, triton_compat.tensor_type_name(value), shape, arg
-            return data, triton_compat.tensor_type_name(value), shape, None
+                return offsets, type_name, shape, arg
+            if numerics.is_bits_float(type_name):  # kept as raw bits by the interpreter
+                data = numerics.decode(data, type_name)
+            return data, type_name, shape, None
         value = triton_compat.unwrap_constexpr(value)
         if isinstance(value, (bool, np.bool_)):
             return np.asarray(value, dtype=np.bool_), "int1", (), None

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.capture import Recorder
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
-from kernel_nb.trace import BufferMap, Launch, MemoryEvent
+from kernel_nb.trace import BufferMap, Launch, MemoryEvent, Severity
 
 Locator = Callable[[], tuple[str, int]]
 
@@ -44,6 +45,10 @@ class MemoryGuard:
         self._allowed_lo = np.array([m[0] for m in merged], dtype=np.uint64)
         self._allowed_hi = np.array([m[1] for m in merged], dtype=np.uint64)
         self._last_reader: dict[str, np.ndarray] = {}
+        # who wrote each element with a plain store (atomics are ordered, so they never race)
+        self._plain_writer: dict[str, np.ndarray] = {b.name: np.full(b.size, -1, np.int32) for b in buffers}
+        self.observations: Observations | None = None
+        self.initialised: dict[str, np.ndarray] = {}  # poisoned buffers: which elements were written
         for b in buffers:
             launch.buffers[b.name] = BufferMap(
                 arg=b.name,
@@ -153,6 +158,98 @@ class MemoryGuard:
             )
         recorder.program.events.append(event)
 
+    # -- races and uninitialised reads -------------------------------------------------------------
+
+    def _active_offsets(
+        self, ptrs: Any, active: np.ndarray
+    ) -> tuple[BufferArg, np.ndarray, np.ndarray] | None:
+        """The argument the active lanes access, their element offsets and their lane numbers."""
+        lanes = np.flatnonzero(active.reshape(-1))
+        if lanes.size == 0 or self.observations is None:
+            return None
+        addresses = ptrs.data.reshape(-1)[lanes]
+        arg = self.buffer_at(int(addresses[0]))
+        if arg is None:
+            return None
+        offsets = (addresses.astype(np.int64) - arg.ptr) // arg.itemsize
+        inside = (offsets + arg.origin >= 0) & (offsets + arg.origin < arg.size)
+        return arg, offsets[inside], lanes[inside]
+
+    def before_read(self, ptrs: Any, active: np.ndarray, atomic: bool = False) -> None:
+        found = self._active_offsets(ptrs, active)
+        if found is None:
+            return
+        arg, offsets, _ = found
+        assert self.observations is not None
+        me = self.launch.linear(self.recorder.program.pid)
+        index = offsets + arg.origin
+        if not atomic:
+            writer = self._plain_writer[arg.name][index]
+            foreign = (writer >= 0) & (writer != me)
+            if foreign.any():
+                other = self.launch.pid_of(int(writer[foreign][0]))
+                elements = offsets[foreign]
+                self._observe(
+                    "race_read_after_write",
+                    arg.name,
+                    elements,
+                    f"reads {arg.name} elements {describe(elements)} that program "
+                    f"({other[0]},{other[1]},{other[2]}) wrote earlier in this launch; programs of one "
+                    f"launch run in no guaranteed order on the GPU",
+                )
+        if arg.name in self.initialised:
+            fresh = ~self.initialised[arg.name][index]
+            if fresh.any():
+                elements = offsets[fresh]
+                self._observe(
+                    "uninitialised_read",
+                    arg.name,
+                    elements,
+                    f"reads {arg.name} elements {describe(elements)} before any program wrote them "
+                    f"({arg.name} holds uninitialised memory)",
+                )
+
+    def after_write(
+        self, ptrs: Any, active: np.ndarray, before: np.ndarray, after: np.ndarray, plain: bool
+    ) -> None:
+        found = self._active_offsets(ptrs, active)
+        if found is None:
+            return
+        arg, offsets, lanes = found
+        index = offsets + arg.origin
+        if arg.name in self.initialised:
+            self.initialised[arg.name][index] = True
+        if not plain:
+            return
+        me = self.launch.linear(self.recorder.program.pid)
+        writers = self._plain_writer[arg.name]
+        writer = writers[index]
+        foreign = (writer >= 0) & (writer != me)
+        if foreign.any():
+            old = before.reshape(-1)[lanes[foreign]]
+            new = after.reshape(-1)[lanes[foreign]]
+            differs = (old != new) & ~(_isnan(old) & _isnan(new))
+            if differs.any():
+                other = self.launch.pid_of(int(writer[foreign][differs][0]))
+                elements = offsets[foreign][differs]
+                self._observe(
+                    "race_write",
+                    arg.name,
+                    elements,
+                    f"writes {arg.name} elements {describe(elements)} that program "
+                    f"({other[0]},{other[1]},{other[2]}) also wrote, with a different value; the result "
+                    f"depends on which program the GPU runs last",
+                )
+        writers[index] = me
+
+    def _observe(self, kind: str, arg: str, elements: np.ndarray, detail: str) -> None:
+        assert self.observations is not None
+        file, line = self.locate()
+        severity: Severity = "warning" if kind == "race_read_after_write" else "error"
+        self.observations.add(
+            kind, severity, self.recorder.program.pid, file, line, arg=arg, elements=elements, detail=detail
+        )
+
     def _count(self, arg: BufferArg, offsets: np.ndarray, reads: bool, writes: bool) -> None:
         bmap = self.launch.buffers[arg.name]
         # no np.unique needed: `a[index] += 1` with repeated indices adds once, i.e. once per program
@@ -211,6 +308,7 @@ class MemoryGuard:
         def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
             active = _lanes(ptrs, mask)
             self.check("load", ptrs, active, unmasked[0])
+            self.before_read(ptrs, active)
             result = load(ptrs, mask, other, *rest)
             self.event("load", ptrs, active, result.data, reads=True)
             return result
@@ -222,6 +320,7 @@ class MemoryGuard:
             before = triton_compat.raw_load(ptrs.data, active, dtype)
             result = store(ptrs, value, mask, *rest)
             after = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.after_write(ptrs, active, before, after, plain=True)
             self.event("store", ptrs, active, after, before, writes=True)
             return result
 
@@ -231,8 +330,10 @@ class MemoryGuard:
             self.check(name, ptrs, active)
             dtype = triton_compat.pointer_element_np(ptrs)
             before = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.before_read(ptrs, active, atomic=True)
             result = rmw(op, ptrs, value, mask, *rest)
             after = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.after_write(ptrs, active, before, after, plain=False)
             self.event(name, ptrs, active, after, before, reads=True, writes=True)
             return result
 
@@ -241,8 +342,10 @@ class MemoryGuard:
             self.check("atomic_cas", ptrs, active)
             dtype = triton_compat.pointer_element_np(ptrs)
             before = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.before_read(ptrs, active, atomic=True)
             result = cas(ptrs, cmp, value, *rest)
             after = triton_compat.raw_load(ptrs.data, active, dtype)
+            self.after_write(ptrs, active, before, after, plain=False)
             self.event("atomic_cas", ptrs, active, after, before, reads=True, writes=True)
             return result
 
@@ -283,6 +386,10 @@ class MemoryGuard:
                     setattr(builder, name, originals[name])
                 else:
                     delattr(builder, name)
+
+
+def _isnan(values: np.ndarray) -> np.ndarray:
+    return np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, bool)
 
 
 def _lanes(ptrs: Any, mask: Any) -> np.ndarray:

@@ -24,11 +24,20 @@ PROBE = "__tk__"
 
 @dataclass(frozen=True)
 class LocalStatement:
-    """A recorded place, numbered within its function."""
+    """A recorded place, numbered within its function.
+
+    Attributes:
+        operands: the names the statement reads (for telling a NaN's origin from its carriers).
+        makes_inf: the statement writes infinities on purpose (an inf literal, a load's other=).
+        loads: the statement loads from memory.
+    """
 
     line: int
     name: str
     kind: str
+    operands: tuple[str, ...] = ()
+    makes_inf: bool = False
+    loads: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,9 +133,21 @@ class _Instrumenter:
         self.breakpoints = breakpoints
         self.statements: list[LocalStatement] = []
 
-    def record_call(self, name: str, line: int, kind: str, where: ast.AST) -> ast.stmt:
+    def record_call(
+        self, name: str, line: int, kind: str, where: ast.AST, reads: list[ast.expr] | None = None
+    ) -> ast.stmt:
         sid = len(self.statements)
-        self.statements.append(LocalStatement(line, name, kind))
+        expressions = reads or []
+        self.statements.append(
+            LocalStatement(
+                line,
+                name,
+                kind,
+                operands=tuple(sorted({n for e in expressions for n in _names_read(e)})),
+                makes_inf=any(_makes_inf(e) for e in expressions),
+                loads=any(_calls(e, "load") for e in expressions),
+            )
+        )
         return self._probe_call("record", where, ast.Constant(sid), ast.Name(name, ast.Load()))
 
     def _probe_call(self, method: str, where: ast.AST, *args: ast.expr) -> ast.stmt:
@@ -157,11 +178,15 @@ class _Instrumenter:
             return [stmt]
         if isinstance(stmt, ast.Assign):
             names = [n for target in stmt.targets for n in _target_names(target)]
-            return [stmt, *(self.record_call(n, stmt.lineno, "assign", stmt) for n in names)]
+            return [stmt, *(self.record_call(n, stmt.lineno, "assign", stmt, [stmt.value]) for n in names)]
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            return [stmt, self.record_call(stmt.target.id, stmt.lineno, "augassign", stmt)]
+            target = ast.Name(stmt.target.id, ast.Load())
+            return [
+                stmt,
+                self.record_call(stmt.target.id, stmt.lineno, "augassign", stmt, [target, stmt.value]),
+            ]
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
-            return [stmt, self.record_call(stmt.target.id, stmt.lineno, "assign", stmt)]
+            return [stmt, self.record_call(stmt.target.id, stmt.lineno, "assign", stmt, [stmt.value])]
         return [stmt]
 
     def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
@@ -185,3 +210,32 @@ def _target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     return []
+
+
+def _names_read(expr: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _calls(expr: ast.expr, name: str) -> bool:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called == name:
+                return True
+    return False
+
+
+def _makes_inf(expr: ast.expr) -> bool:
+    """An infinity written on purpose: float("inf"), math.inf, a literal 1e999, a load's other=."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and node.value.strip().lstrip("+-").lower() in ("inf", "infinity"):
+                return True
+            if isinstance(node.value, float) and node.value in (float("inf"), float("-inf")):
+                return True
+        if isinstance(node, ast.Attribute) and node.attr == "inf":
+            return True
+        if isinstance(node, ast.keyword) and node.arg == "other":
+            return True
+    return False

@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from kernel_nb import checks
+from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
+from kernel_nb.engine.arith import ArithmeticHooks
 from kernel_nb.engine.capture import FunctionProbe, Recorder
 from kernel_nb.engine.hooks import MemoryGuard, frame_locator
 from kernel_nb.engine.patches import interpreter_scope
@@ -55,6 +58,7 @@ class Engine:
         """
         fn = triton_compat.innermost_jit(kernel).fn
         bound = bind(fn, args, kwargs)
+        bound.poison(self.options.poison)
         launch = Launch(
             index=index,
             kernel=fn.__name__,
@@ -117,6 +121,18 @@ class _LaunchContext:
         self.guard = MemoryGuard(self.launch, self.bound.buffers, self.recorder, self.locate)
         self.guard.update_maps = not self.replay
         self.recorder.guard = self.guard
+        self.recorder.statements = self.launch.statements
+        self.observations = Observations()
+        detect = options.detect and not self.replay
+        if detect:
+            self.recorder.observations = self.observations
+            self.guard.observations = self.observations
+            self.guard.initialised = {
+                b.name: np.zeros(b.size, bool) for b in self.bound.buffers if b.poisoned
+            }
+        self.arith = ArithmeticHooks(
+            self.recorder, self.locate, self.observations, faithful=options.numerics == "gpu", detect=detect
+        )
 
     def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` rewritten and bound to this launch (user functions instrumented, Triton's own not)."""
@@ -140,6 +156,7 @@ class _LaunchContext:
             if known:
                 return known[0].id
         offset = len(statements)
+        self.recorder.statement_info.extend(rewritten.statements)
         for i, local in enumerate(rewritten.statements):
             statements.append(
                 Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind)
@@ -175,7 +192,7 @@ class _LaunchContext:
         sigint = signal.getsignal(signal.SIGINT) if _main_thread() else None
         pid: Pid | None = None
         try:
-            with interpreter_scope(engine.call_helper) as b, self.guard.installed(b):
+            with interpreter_scope(engine.call_helper) as b, self.guard.installed(b), self.arith.installed(b):
                 kernel = self.function(self.fn)
                 values = self.bound.values
                 triton_compat.set_grid(b, launch.grid)
@@ -219,6 +236,8 @@ class _LaunchContext:
         finally:
             sys.stdout = tee.target
             engine._active = previous
+            if not self.replay:
+                checks.finish(launch, self.observations)
             if sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
                 signal.signal(signal.SIGINT, sigint)
 

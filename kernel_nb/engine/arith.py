@@ -1,0 +1,227 @@
+"""Builder hooks for arithmetic: GPU-faithful numerics and undefined-behaviour observations.
+
+With numerics="gpu" (the default) bf16/fp8 values are computed as floats and rounded back to
+nearest even, tl.dot honours input_precision, and float → int casts saturate (NaN → 0) as NVIDIA
+GPUs do. In both modes the operations whose result the language leaves undefined are reported:
+float → int casts of NaN or out-of-range values, signed integer overflow, integer division by
+zero, shifts by at least the bit width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from kernel_nb import numerics
+from kernel_nb.checks import Observations, describe
+from kernel_nb.engine import triton_compat
+from kernel_nb.engine.capture import Recorder
+from kernel_nb.engine.hooks import Locator
+
+_OVERFLOW_OPS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
+_SHIFT_OPS = (np.left_shift, np.right_shift)
+
+
+class ArithmeticHooks:
+    """Installs the arithmetic hooks of one launch."""
+
+    def __init__(
+        self, recorder: Recorder, locate: Locator, observations: Observations, *, faithful: bool, detect: bool
+    ) -> None:
+        self.recorder = recorder
+        self.locate = locate
+        self.observations = observations
+        self.faithful = faithful
+        self.detect = detect
+
+    def _observe(self, kind: str, lanes: np.ndarray, detail: str) -> None:
+        file, line = self.locate()
+        self.observations.add(
+            kind, "warning", self.recorder.program.pid, file, line, elements=lanes, detail=detail
+        )
+
+    @contextmanager
+    def installed(self, builder: Any) -> Iterator[None]:
+        names = (
+            "binary_op",
+            "unary_op",
+            "cast_impl",
+            "create_fp_to_fp",
+            "create_idiv",
+            "create_dot",
+            "create_ashr",
+        )
+        originals = {name: getattr(builder, name) for name in names}
+        hooks = {
+            "binary_op": lambda lhs, rhs, op: self.binary_op(originals["binary_op"], lhs, rhs, op),
+            "unary_op": lambda arg, op: self.unary_op(originals["unary_op"], arg, op),
+            "cast_impl": lambda src, dst: self.cast(originals["cast_impl"], src, dst),
+            "create_fp_to_fp": lambda src, dst, mode: self.fp_to_fp(
+                originals["create_fp_to_fp"], src, dst, mode
+            ),
+            "create_idiv": lambda lhs, rhs: self.idiv(originals["create_idiv"], lhs, rhs),
+            "create_dot": lambda a, b, d, precision, *rest: self.dot(
+                originals["create_dot"], a, b, d, precision, *rest
+            ),
+            "create_ashr": lambda lhs, rhs: self.shift(originals["create_ashr"], lhs, rhs),
+        }
+        for name, hook in hooks.items():
+            setattr(builder, name, hook)
+        try:
+            yield
+        finally:
+            for name in hooks:
+                delattr(builder, name)
+
+    # -- integer operations ---------------------------------------------------------------------
+
+    def binary_op(self, original: Any, lhs: Any, rhs: Any, op: Any) -> Any:
+        type_name = str(lhs.dtype.scalar)
+        if self.faithful and numerics.is_bits_float(type_name):
+            a, b = numerics.decode(lhs.data, type_name), numerics.decode(rhs.data, type_name)
+            with np.errstate(all="ignore"):
+                result = op(a, b)
+            if result.dtype == np.bool_:
+                return triton_compat.TensorHandle(result, triton_compat.tl.int1)
+            return triton_compat.TensorHandle(numerics.encode(result, type_name), lhs.dtype.scalar)
+        with np.errstate(all="ignore"):
+            result = original(lhs, rhs, op)
+        if self.detect and lhs.data.dtype.kind in "iu":
+            self._check_integer(lhs, rhs, op, result)
+        return result
+
+    def _check_integer(self, lhs: Any, rhs: Any, op: Any, result: Any) -> None:
+        data = lhs.data
+        signed = data.dtype.kind == "i"
+        if op in _OVERFLOW_OPS and signed and data.dtype.itemsize <= 4:
+            exact = op(data.astype(np.int64), np.asarray(rhs.data).astype(np.int64))
+            info = np.iinfo(data.dtype)
+            bad = np.flatnonzero(((exact < info.min) | (exact > info.max)).reshape(-1))
+            if bad.size:
+                sample = int(np.broadcast_to(exact, np.broadcast(data, rhs.data).shape).reshape(-1)[bad[0]])
+                self._observe(
+                    "int_overflow",
+                    bad,
+                    f"int{data.dtype.itemsize * 8} overflow in '{_OVERFLOW_OPS[op]}' in {bad.size} lanes "
+                    f"{describe(bad)} (exact value {sample} wraps); compute offsets in int64, e.g. x.to(tl.int64)",
+                )
+        elif op is np.fmod:
+            self._check_zero_divisor(rhs, "integer remainder by zero")
+        elif op in _SHIFT_OPS:
+            self._check_shift(data, rhs)
+
+    def _check_zero_divisor(self, rhs: Any, what: str) -> None:
+        zero = np.flatnonzero(np.asarray(rhs.data).reshape(-1) == 0)
+        if zero.size:
+            self._observe("division_by_zero", zero, f"{what} in {zero.size} lanes {describe(zero)}")
+
+    def _check_shift(self, data: np.ndarray, rhs: Any) -> None:
+        bits = data.dtype.itemsize * 8
+        amount = np.asarray(rhs.data).reshape(-1).astype(np.int64)
+        bad = np.flatnonzero((amount >= bits) | (amount < 0))
+        if bad.size:
+            self._observe(
+                "shift_overflow",
+                bad,
+                f"shift by {int(amount[bad[0]])} of a {bits}-bit integer in {bad.size} lanes {describe(bad)}; "
+                f"shifts by >= the bit width are undefined",
+            )
+
+    def idiv(self, original: Any, lhs: Any, rhs: Any) -> Any:
+        if self.detect:
+            self._check_zero_divisor(rhs, "integer division by zero")
+        with np.errstate(all="ignore"):
+            return original(lhs, rhs)
+
+    def shift(self, original: Any, lhs: Any, rhs: Any) -> Any:
+        if self.detect:
+            self._check_shift(lhs.data, rhs)
+        with np.errstate(all="ignore"):
+            return original(lhs, rhs)
+
+    # -- floats -----------------------------------------------------------------------------------
+
+    def unary_op(self, original: Any, arg: Any, op: Any) -> Any:
+        type_name = str(arg.dtype.scalar)
+        if self.faithful and numerics.is_bits_float(type_name):
+            with np.errstate(all="ignore"):
+                result = op(numerics.decode(arg.data, type_name))
+            return triton_compat.TensorHandle(numerics.encode(result, type_name), arg.dtype.scalar)
+        with np.errstate(all="ignore"):  # NaN and Inf are reported by the detectors, not as warnings
+            return original(arg, op)
+
+    def cast(self, original: Any, src: Any, dst_type: Any) -> Any:
+        src_name, dst_name = str(src.dtype.scalar), str(dst_type.scalar)
+        src_float = src_name.startswith(("fp", "bf"))
+        dst_int = dst_name.startswith(("int", "uint")) and dst_name != "int1"
+        if not self.faithful:
+            if self.detect and src_float and dst_int:
+                values = numerics.decode(src.data, src_name) if numerics.is_bits_float(src_name) else src.data
+                self._check_cast(values, triton_compat.np_dtype(dst_type.scalar), dst_name)
+            with np.errstate(invalid="ignore"):
+                return original(src, dst_type)
+        values = numerics.decode(src.data, src_name) if numerics.is_bits_float(src_name) else src.data
+        if numerics.is_bits_float(dst_name):
+            return triton_compat.TensorHandle(numerics.encode(values, dst_name), dst_type.scalar)
+        if src_float and dst_int:
+            target = triton_compat.np_dtype(dst_type.scalar)
+            converted, bad = numerics.float_to_int(values, target)
+            if self.detect:
+                self._report_cast(values, bad, dst_name)
+            return triton_compat.TensorHandle(converted, dst_type.scalar)
+        if numerics.is_bits_float(src_name):
+            return triton_compat.TensorHandle(
+                values.astype(triton_compat.np_dtype(dst_type.scalar)), dst_type.scalar
+            )
+        return original(src, dst_type)
+
+    def _check_cast(self, values: np.ndarray, target: np.dtype, dst_name: str) -> None:
+        _, bad = numerics.float_to_int(values, target)
+        self._report_cast(values, bad, dst_name)
+
+    def _report_cast(self, values: np.ndarray, bad: np.ndarray, dst_name: str) -> None:
+        lanes = np.flatnonzero(np.asarray(bad).reshape(-1))
+        if lanes.size:
+            first = float(np.asarray(values).reshape(-1)[lanes[0]])
+            self._observe(
+                "undefined_cast",
+                lanes,
+                f"float-to-{dst_name} cast of NaN or out-of-range values in {lanes.size} lanes "
+                f"{describe(lanes)} (first: {first:g}); NVIDIA GPUs saturate (NaN -> 0), other "
+                f"backends and C leave the result undefined",
+            )
+
+    def fp_to_fp(self, original: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
+        src_name, dst_name = str(src.dtype.scalar), str(dst_type.scalar)
+        round_to_zero = rounding_mode is not None and str(rounding_mode).upper().endswith("RTZ")
+        if (
+            self.faithful
+            and not round_to_zero
+            and (numerics.is_bits_float(src_name) or numerics.is_bits_float(dst_name))
+        ):
+            values = numerics.decode(src.data, src_name) if numerics.is_bits_float(src_name) else src.data
+            if numerics.is_bits_float(dst_name):
+                return triton_compat.TensorHandle(numerics.encode(values, dst_name), dst_type.scalar)
+            return triton_compat.TensorHandle(
+                values.astype(triton_compat.np_dtype(dst_type.scalar)), dst_type.scalar
+            )
+        return original(src, dst_type, rounding_mode)
+
+    def dot(self, original: Any, a: Any, b: Any, d: Any, precision: Any, *rest: Any) -> Any:
+        if not self.faithful:
+            return original(a, b, d, precision, *rest)
+        a_name, b_name = str(a.dtype.scalar), str(b.dtype.scalar)
+        a_values = numerics.decode(a.data, a_name) if numerics.is_bits_float(a_name) else a.data
+        b_values = numerics.decode(b.data, b_name) if numerics.is_bits_float(b_name) else b.data
+        mode = str(precision).split(".")[-1].lower() if precision is not None else "tf32"
+        # only fp32 operands are rounded: lower-precision operands have exact fp32 products
+        if not (a_name == "fp32" and b_name == "fp32"):
+            mode = "ieee"
+        d_name = str(d.dtype.scalar)
+        if numerics.is_bits_float(d_name):
+            result = numerics.dot(a_values, b_values, numerics.decode(d.data, d_name), mode)
+            return triton_compat.TensorHandle(numerics.encode(result, d_name), d.dtype.scalar)
+        return triton_compat.TensorHandle(numerics.dot(a_values, b_values, d.data, mode), d.dtype.scalar)

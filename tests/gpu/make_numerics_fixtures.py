@@ -1,0 +1,109 @@
+"""Measure, on a CUDA GPU, the values the interpreter's GPU-faithful numerics must reproduce.
+
+    python tests/gpu/make_numerics_fixtures.py OUT.npz
+
+Compiled Triton kernels on torch CUDA tensors: float → int casts of special values, fp32 → bf16 /
+fp8 conversions, bf16 arithmetic and a tf32 tl.dot. The result is committed as
+tests/engine/fixtures/gpu_numerics.npz and checked on the CPU by tests/engine/test_numerics.py.
+"""
+
+import sys
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+SPECIALS = np.array(
+    [
+        1e10,
+        np.nan,
+        np.inf,
+        -1e10,
+        -np.inf,
+        3.7,
+        -3.7,
+        -1.0,
+        255.5,
+        256.0,
+        2147483520.0,
+        -2147483648.0,
+        0.0,
+        -0.0,
+    ],
+    dtype=np.float32,
+)
+INT_TYPES = {"int8": tl.int8, "int16": tl.int16, "int32": tl.int32, "int64": tl.int64,
+             "uint8": tl.uint8, "uint16": tl.uint16, "uint32": tl.uint32}  # fmt: skip
+TORCH_INT = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+             "uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32}  # fmt: skip
+
+
+@triton.jit
+def cast_kernel(x_ptr, out_ptr, n, DST: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x.to(DST), mask=offs < n)
+
+
+@triton.jit
+def bf16_math_kernel(a_ptr, b_ptr, add_ptr, mul_ptr, exp_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs, mask=offs < n)
+    b = tl.load(b_ptr + offs, mask=offs < n)
+    tl.store(add_ptr + offs, a + b, mask=offs < n)
+    tl.store(mul_ptr + offs, a * b, mask=offs < n)
+    tl.store(exp_ptr + offs, tl.exp(a.to(tl.float32)).to(tl.bfloat16), mask=offs < n)
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr, PRECISION: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+
+def main(path: str) -> None:
+    out = {"specials": SPECIALS}
+    x = torch.from_numpy(SPECIALS).cuda()
+    for name, ty in INT_TYPES.items():
+        dst = torch.zeros(SPECIALS.size, dtype=TORCH_INT[name], device="cuda")
+        cast_kernel[(1,)](x, dst, SPECIALS.size, DST=ty, BLOCK=16)
+        out[f"cast_{name}"] = dst.cpu().numpy()
+    rng = np.random.default_rng(1)
+    values = np.concatenate([rng.standard_normal(200).astype(np.float32) * 10, SPECIALS])
+    out["convert_inputs"] = values
+    xv = torch.from_numpy(values).cuda()
+    for name, ty, tty in (("bf16", tl.bfloat16, torch.bfloat16), ("fp8e4nv", tl.float8e4nv, torch.float8_e4m3fn),
+                          ("fp8e5", tl.float8e5, torch.float8_e5m2), ("fp16", tl.float16, torch.float16)):  # fmt: skip
+        dst = torch.zeros(values.size, dtype=tty, device="cuda")
+        cast_kernel[(1,)](xv, dst, values.size, DST=ty, BLOCK=256)
+        out[f"convert_{name}"] = dst.view(torch.uint8 if tty.itemsize == 1 else torch.int16).cpu().numpy()
+    a = torch.from_numpy(rng.standard_normal(256).astype(np.float32) * 4).cuda().to(torch.bfloat16)
+    b = torch.from_numpy(rng.standard_normal(256).astype(np.float32) * 4).cuda().to(torch.bfloat16)
+    results = [torch.zeros(256, dtype=torch.bfloat16, device="cuda") for _ in range(3)]
+    bf16_math_kernel[(1,)](a, b, *results, 256, BLOCK=256)
+    out["bf16_a"], out["bf16_b"] = (t.view(torch.int16).cpu().numpy() for t in (a, b))
+    for label, t in zip(("add", "mul", "exp"), results):
+        out[f"bf16_{label}"] = t.view(torch.int16).cpu().numpy()
+    n = 64
+    da = rng.standard_normal((n, n)).astype(np.float32)
+    db = rng.standard_normal((n, n)).astype(np.float32)
+    out["dot_a"], out["dot_b"] = da, db
+    for precision in ("tf32", "tf32x3", "ieee"):
+        c = torch.zeros((n, n), device="cuda")
+        dot_kernel[(1,)](
+            torch.from_numpy(da).cuda(), torch.from_numpy(db).cuda(), c, N=n, PRECISION=precision
+        )
+        out[f"dot_{precision}"] = c.cpu().numpy()
+    out["device"] = np.array(torch.cuda.get_device_name())
+    out["triton"] = np.array(triton.__version__)
+    np.savez(path, **out)
+    for key in sorted(out):
+        if key.startswith("cast_"):
+            print(key, out[key].tolist())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
