@@ -29,6 +29,7 @@ class _Group:
     arg: str | None
     elements: np.ndarray
     detail: str
+    order: int = 0
     programs: set[Pid] = field(default_factory=set)
     count: int = 0
 
@@ -50,17 +51,33 @@ class Observations:
         arg: str | None = None,
         elements: np.ndarray | None = None,
         detail: str = "",
+        order: int = 0,
     ) -> None:
+        """Record one observation; `order` ranks programs (the group shows its first program)."""
         key = (kind, file, line, arg)
         group = self._groups.get(key)
+        kept = (np.zeros(0, np.int64) if elements is None else np.asarray(elements).reshape(-1))[
+            :MAX_ELEMENTS
+        ]
         if group is None:
-            elements = np.zeros(0, np.int64) if elements is None else np.asarray(elements).reshape(-1)
-            group = _Group(
-                kind, severity, pid, file, line, arg, elements[:MAX_ELEMENTS].astype(np.int64), detail
-            )
+            group = _Group(kind, severity, pid, file, line, arg, kept.astype(np.int64), detail, order)
             self._groups[key] = group
+        elif order < group.order:
+            group.pid, group.elements, group.detail, group.order = pid, kept.astype(np.int64), detail, order
         group.programs.add(pid)
         group.count += 1
+
+    def merge(self, other: Observations) -> None:
+        """Add another collector's groups (a batch's, once it has run to the end)."""
+        for key, g in other._groups.items():
+            mine = self._groups.get(key)
+            if mine is None:
+                self._groups[key] = g
+                continue
+            if g.order < mine.order:
+                mine.pid, mine.elements, mine.detail, mine.order = g.pid, g.elements, g.detail, g.order
+            mine.programs |= g.programs
+            mine.count += g.count
 
     def seen(self, kind: str, pid: Pid) -> bool:
         """Whether this program already reported an observation of this kind (first-only kinds)."""
@@ -68,7 +85,8 @@ class Observations:
 
     def findings(self, launch: Launch) -> list[Finding]:
         out = []
-        for g in self._groups.values():
+        # in the order the serial strategy meets them: by first program, then source line
+        for g in sorted(self._groups.values(), key=lambda g: (g.order, g.line, g.kind, g.arg or "")):
             where = f"{launch.kernel}:{g.line} pid=({g.pid[0]},{g.pid[1]},{g.pid[2]})"
             spread = "" if len(g.programs) == 1 else f" (in {len(g.programs)} programs; the first shown)"
             out.append(

@@ -12,6 +12,7 @@ DEFAULT_BUDGET = 512 << 20
 PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
 Numerics = Literal["gpu", "stock"]
+Strategy = Literal["auto", "serial"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +34,8 @@ class Options:
         progress: called as progress(done, total) while a launch runs.
         numerics: "gpu" computes what an NVIDIA GPU computes (tf32 dots by default, bf16/fp8
             rounded to nearest even, saturating float-to-int casts); "stock" is Triton's interpreter.
+        strategy: "auto" runs a launch's programs together where that gives exactly the serial
+            result (see engine/batched.py) and one by one elsewhere; "serial" always one by one.
         detect: run the bug detectors (NaN/Inf origin, undefined operations, races, coverage,
             uninitialised reads) and put their findings on each launch.
         poison: argument names whose memory counts as uninitialised: filled with NaN (integers:
@@ -51,6 +54,7 @@ class Options:
     seed: int = 0
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
     numerics: Numerics = "gpu"
+    strategy: Strategy = "auto"
     detect: bool = True
     poison: tuple[str, ...] = ()
 
@@ -69,6 +73,8 @@ class Options:
             raise ValueError(f"launch must be a non-negative launch index, got {self.launch!r}")
         if self.order not in ("serial", "reverse", "shuffle"):
             raise ValueError(f"order must be 'serial', 'reverse' or 'shuffle', got {self.order!r}")
+        if self.strategy not in ("auto", "serial"):
+            raise ValueError(f"strategy must be 'auto' or 'serial', got {self.strategy!r}")
         if self.numerics not in ("gpu", "stock"):
             raise ValueError(f"numerics must be 'gpu' or 'stock', got {self.numerics!r}")
         if not isinstance(self.poison, tuple) or not all(isinstance(n, str) for n in self.poison):

@@ -13,9 +13,13 @@ import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from kernel_nb.diff import Comparison
+    from kernel_nb.divergence import Divergence
 
 Pid = tuple[int, int, int]
 Severity = Literal["error", "warning", "info"]
@@ -78,6 +82,28 @@ class Summary:
         return Summary(
             float(finite.min()), float(finite.max()), float(finite.mean(dtype=np.float64)), nan, inf, size
         )
+
+
+def summary_rows(values: np.ndarray) -> list[Summary]:
+    """`Summary.of` for each row of a 2-D array, computed together (bit-identical results)."""
+    rows, size = values.shape
+    if size == 0 or rows == 0:
+        return [Summary.of(values[r]) for r in range(rows)]
+    if values.dtype.kind in "iu":
+        lo, hi = values.min(axis=1), values.max(axis=1)
+        mean = values.mean(axis=1, dtype=np.float64)
+        return [Summary(float(lo[r]), float(hi[r]), float(mean[r]), 0, 0, size) for r in range(rows)]
+    if values.dtype.kind == "b":
+        as_float = values.astype(np.float32)
+    else:
+        as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
+    dirty: np.ndarray = np.asarray((~np.isfinite(as_float)).any(axis=1))
+    lo, hi = as_float.min(axis=1), as_float.max(axis=1)
+    mean = as_float.mean(axis=1, dtype=np.float64)
+    return [
+        Summary.of(values[r]) if dirty[r] else Summary(float(lo[r]), float(hi[r]), float(mean[r]), 0, 0, size)
+        for r in range(rows)
+    ]
 
 
 @dataclass
@@ -236,6 +262,26 @@ class SourceInfo:
 
 
 @dataclass
+class Artifacts:
+    """What Triton compiled for a launch: the text of each stage.
+
+    Attributes:
+        target: the compilation target, e.g. "cuda:90".
+        stages: stage name ("ttir", "ttgir", "llir", "ptx", "sass") → text, in compilation order.
+        missing: stage name → why it is absent (e.g. no cuobjdump for "sass").
+        metadata: a few facts of the compiled kernel (num_warps, num_stages, shared memory bytes).
+        compiled_for_launch: True when these are the launch's own GPU compile; False when the kernel was
+            compiled for `target` only to show them (no GPU involved).
+    """
+
+    target: str
+    stages: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    compiled_for_launch: bool = True
+
+
+@dataclass
 class Launch:
     """One kernel launch, interpreted.
 
@@ -254,6 +300,12 @@ class Launch:
         duration_s: wall time of the launch.
         budget_bytes: the capture budget the launch ran under; kept_bytes what it kept.
         snapshot: the launch's buffer arguments as they were before it ran (for replay).
+        strategy: "batched" (programs run together) or "serial" (one after another).
+        strategy_note: why the serial strategy ran, when it did.
+        artifacts: the compiled kernel's IR (`%%tkernel compare`, `%%tkernel interpret --ir`).
+        comparison: the launch against its compiled run on the GPU (`%%tkernel compare`).
+        divergence: statement by statement, where chosen programs first compute something else on
+            the GPU (`%%tkernel compare` with chosen programs or a mismatch).
     """
 
     index: int
@@ -271,7 +323,12 @@ class Launch:
     budget_bytes: int = 0
     kept_bytes: int = 0
     snapshot: dict[str, np.ndarray] = field(default_factory=dict)
+    strategy: str = "serial"
+    strategy_note: str = ""
     replayer: Callable[[Pid], ProgramTrace] | None = field(default=None, repr=False, compare=False)
+    artifacts: Artifacts | None = field(default=None, repr=False)
+    comparison: Comparison | None = field(default=None, repr=False)
+    divergence: Divergence | None = field(default=None, repr=False)
 
     @property
     def num_programs(self) -> int:

@@ -355,26 +355,48 @@ def _torch_dtype(path: str, dtype: Any) -> np.dtype:
 
 
 def _group(regions: list[tuple[str, Any, tuple[str, int, int], Any, Any]]) -> list[Memory]:
-    """Merge overlapping caller regions into one Memory each and copy them to the host."""
-    by_space: dict[str, list[tuple[int, int, Any, Any]]] = {}
-    for _path, _leaf, (space, lo, hi), read, write in regions:
-        by_space.setdefault(space, []).append((lo, hi, read, write))
-    memories: list[Memory] = []
+    """Merge overlapping caller regions into one Memory each and copy them to the host.
+
+    The copies are laid out in one arena, in argument order, each followed by a gap at least its own
+    size: a pointer that runs past the end of an array lands next to that array (the guard names it),
+    and the layout, hence every address-derived record, is the same from run to run.
+    """
+    by_space: dict[str, list[tuple[int, int, Any, Any, int]]] = {}
+    for rank, (_path, _leaf, (space, lo, hi), read, write) in enumerate(regions):
+        by_space.setdefault(space, []).append((lo, hi, read, write, rank))
+    groups: list[tuple[int, str, int, int, list[tuple[int, int, Any, Any]]]] = []
     for space, spans in by_space.items():
         spans.sort(key=lambda s: s[0])
         merged: list[list[Any]] = []
-        for lo, hi, read, write in spans:
+        for lo, hi, read, write, rank in spans:
             if merged and lo < merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], hi)
                 merged[-1][2].append((lo, hi, read, write))
+                merged[-1][3] = min(merged[-1][3], rank)
             else:
-                merged.append([lo, hi, [(lo, hi, read, write)]])
-        for lo, hi, members in merged:
-            memories.append(_memory(space, lo, hi, members))
+                merged.append([lo, hi, [(lo, hi, read, write)], rank])
+        groups.extend((rank, space, lo, hi, members) for lo, hi, members, rank in merged)
+    groups.sort(key=lambda g: g[0])
+    slots = [_align(hi - lo) + max(_align(hi - lo), _MIN_GAP) for _, _, lo, hi, _ in groups]
+    arena = np.zeros(sum(slots) + 64, np.uint8)  # untouched gap pages are never committed
+    offset = (-arena.ctypes.data) % 64
+    memories = []
+    for (_, space, lo, hi, members), slot in zip(groups, slots):
+        memories.append(_memory(space, lo, hi, members, arena[offset : offset + (hi - lo)]))
+        offset += slot
     return memories
 
 
-def _memory(space: str, lo: int, hi: int, members: list[tuple[int, int, Any, Any]]) -> Memory:
+_MIN_GAP = 4096
+
+
+def _align(n: int) -> int:
+    return (n + 63) // 64 * 64
+
+
+def _memory(
+    space: str, lo: int, hi: int, members: list[tuple[int, int, Any, Any]], copy: np.ndarray
+) -> Memory:
     if len(members) == 1:
         read, write = members[0][2], members[0][3]
     elif space == "host":
@@ -391,10 +413,6 @@ def _memory(space: str, lo: int, hi: int, members: list[tuple[int, int, Any, Any
             for m_lo, m_hi, _, m_write in members:
                 m_write(data[m_lo - lo : m_hi - lo])
 
-    # 64 spare bytes keep the copy 64-byte alignable like a device allocation
-    raw = np.zeros(hi - lo + 64, np.uint8)
-    start = (-raw.ctypes.data) % 64
-    copy = raw[start : start + (hi - lo)]
     copy[...] = read()
     return Memory(space, lo, hi, read, write, copy)
 

@@ -9,7 +9,7 @@ zero, shifts by at least the bit width.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -22,6 +22,7 @@ from kernel_nb.engine.capture import Recorder
 from kernel_nb.engine.hooks import Locator
 
 _OVERFLOW_OPS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
+RowOf = Callable[[Any], np.ndarray]
 _SHIFT_OPS = (np.left_shift, np.right_shift)
 
 
@@ -37,11 +38,13 @@ class ArithmeticHooks:
         self.faithful = faithful
         self.detect = detect
 
-    def _observe(self, kind: str, lanes: np.ndarray, detail: str) -> None:
+    def _observe(self, kind: str, bad: np.ndarray, detail: Callable[[np.ndarray, RowOf], str]) -> None:
+        """One observation per program with flagged lanes; `detail(lanes, row_of)` words it."""
         file, line = self.locate()
-        self.observations.add(
-            kind, "warning", self.recorder.program.pid, file, line, elements=lanes, detail=detail
-        )
+        for pid, order, lanes, row_of in self.recorder.lane_rows(bad):
+            self.observations.add(
+                kind, "warning", pid, file, line, elements=lanes, detail=detail(lanes, row_of), order=order
+            )
 
     @contextmanager
     def installed(self, builder: Any) -> Iterator[None]:
@@ -99,14 +102,16 @@ class ArithmeticHooks:
         if op in _OVERFLOW_OPS and signed and data.dtype.itemsize <= 4:
             exact = op(data.astype(np.int64), np.asarray(rhs.data).astype(np.int64))
             info = np.iinfo(data.dtype)
-            bad = np.flatnonzero(((exact < info.min) | (exact > info.max)).reshape(-1))
-            if bad.size:
-                sample = int(np.broadcast_to(exact, np.broadcast(data, rhs.data).shape).reshape(-1)[bad[0]])
+            bad = (exact < info.min) | (exact > info.max)
+            if bad.any():
+                bits, symbol = data.dtype.itemsize * 8, _OVERFLOW_OPS[op]
                 self._observe(
                     "int_overflow",
                     bad,
-                    f"int{data.dtype.itemsize * 8} overflow in '{_OVERFLOW_OPS[op]}' in {bad.size} lanes "
-                    f"{describe(bad)} (exact value {sample} wraps); compute offsets in int64, e.g. x.to(tl.int64)",
+                    lambda lanes, row_of: (
+                        f"int{bits} overflow in '{symbol}' in {lanes.size} lanes {describe(lanes)} (exact "
+                        f"value {int(row_of(exact)[lanes[0]])} wraps); compute offsets in int64, e.g. x.to(tl.int64)"
+                    ),
                 )
         elif op is np.fmod:
             self._check_zero_divisor(rhs, "integer remainder by zero")
@@ -114,20 +119,26 @@ class ArithmeticHooks:
             self._check_shift(data, rhs)
 
     def _check_zero_divisor(self, rhs: Any, what: str) -> None:
-        zero = np.flatnonzero(np.asarray(rhs.data).reshape(-1) == 0)
-        if zero.size:
-            self._observe("division_by_zero", zero, f"{what} in {zero.size} lanes {describe(zero)}")
+        zero = np.asarray(rhs.data) == 0
+        if zero.any():
+            self._observe(
+                "division_by_zero",
+                zero,
+                lambda lanes, row_of: f"{what} in {lanes.size} lanes {describe(lanes)}",
+            )
 
     def _check_shift(self, data: np.ndarray, rhs: Any) -> None:
         bits = data.dtype.itemsize * 8
-        amount = np.asarray(rhs.data).reshape(-1).astype(np.int64)
-        bad = np.flatnonzero((amount >= bits) | (amount < 0))
-        if bad.size:
+        amount = np.asarray(rhs.data).astype(np.int64)
+        bad = (amount >= bits) | (amount < 0)
+        if bad.any():
             self._observe(
                 "shift_overflow",
                 bad,
-                f"shift by {int(amount[bad[0]])} of a {bits}-bit integer in {bad.size} lanes {describe(bad)}; "
-                f"shifts by >= the bit width are undefined",
+                lambda lanes, row_of: (
+                    f"shift by {int(row_of(amount)[lanes[0]])} of a {bits}-bit integer in {lanes.size} lanes "
+                    f"{describe(lanes)}; shifts by >= the bit width are undefined"
+                ),
             )
 
     def idiv(self, original: Any, lhs: Any, rhs: Any) -> Any:
@@ -183,15 +194,15 @@ class ArithmeticHooks:
         self._report_cast(values, bad, dst_name)
 
     def _report_cast(self, values: np.ndarray, bad: np.ndarray, dst_name: str) -> None:
-        lanes = np.flatnonzero(np.asarray(bad).reshape(-1))
-        if lanes.size:
-            first = float(np.asarray(values).reshape(-1)[lanes[0]])
+        if np.asarray(bad).any():
             self._observe(
                 "undefined_cast",
-                lanes,
-                f"float-to-{dst_name} cast of NaN or out-of-range values in {lanes.size} lanes "
-                f"{describe(lanes)} (first: {first:g}); NVIDIA GPUs saturate (NaN -> 0), other "
-                f"backends and C leave the result undefined",
+                np.asarray(bad),
+                lambda lanes, row_of: (
+                    f"float-to-{dst_name} cast of NaN or out-of-range values in {lanes.size} lanes "
+                    f"{describe(lanes)} (first: {float(row_of(values)[lanes[0]]):g}); NVIDIA GPUs saturate "
+                    f"(NaN -> 0), other backends and C leave the result undefined"
+                ),
             )
 
     def fp_to_fp(self, original: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bdb
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ class _Frame:
     label: str
     loops: list[int] = field(default_factory=list)
     # per local name: (holds NaN, holds Inf) after its last assignment
-    nonfinite: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    nonfinite: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # bools, or per-program arrays
 
 
 class Recorder:
@@ -51,6 +51,9 @@ class Recorder:
         self.statements: list[Statement] = []
         self.statement_info: list[LocalStatement] = []
         self.observations: Observations | None = None
+        self.order_of: Callable[[Pid], int] = lambda pid: 0
+        # called at every loop iteration (the batched strategy reports progress from here)
+        self.on_iteration: Callable[[], None] | None = None
 
     def begin(self, pid: Pid, *, force_keep: bool = False) -> ProgramTrace:
         """Start recording a program; its values are kept if selected and the budget allows."""
@@ -60,6 +63,16 @@ class Recorder:
         self.seq = 0
         self.frames = [_Frame("")]
         return self.program
+
+    def lane_rows(
+        self, bad: np.ndarray
+    ) -> Iterator[tuple[Pid, int, np.ndarray, Callable[[Any], np.ndarray]]]:
+        """For each program with flagged lanes: its pid, its order, the lanes, and a function giving
+        that program's part of an array shaped like `bad` (flattened)."""
+        lanes = np.flatnonzero(np.asarray(bad).reshape(-1))
+        if lanes.size:
+            pid = self.program.pid
+            yield pid, self.order_of(pid), lanes, lambda a: np.asarray(a).reshape(-1)
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -123,6 +136,7 @@ class Recorder:
                     statement.line,
                     elements=lanes,
                     detail=f"{info.name} {source}: {lanes.size} of {summary.size} lanes {describe(lanes)}",
+                    order=self.order_of(pid),
                 )
             elif (
                 has_inf
@@ -141,6 +155,7 @@ class Recorder:
                     statement.line,
                     elements=lanes,
                     detail=f"{info.name} {source}: {lanes.size} of {summary.size} lanes {describe(lanes)}",
+                    order=self.order_of(pid),
                 )
         frame.nonfinite[info.name] = (has_nan, has_inf)
 
@@ -173,6 +188,8 @@ class Recorder:
 
     def loop_next(self) -> None:
         self.frames[-1].loops[-1] += 1
+        if self.on_iteration is not None:
+            self.on_iteration()
 
     def loop_exit(self) -> None:
         self.frames[-1].loops.pop()

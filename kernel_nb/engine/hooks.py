@@ -90,8 +90,9 @@ class MemoryGuard:
 
     # -- the hooks ------------------------------------------------------------------------------
 
-    def check(self, op: str, ptrs: Any, active: np.ndarray, unmasked: bool = False) -> None:
-        addresses = ptrs.data
+    def check(
+        self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
+    ) -> None:
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         lanes = addresses[active]
         ok = self._in_bounds(lanes, itemsize)
@@ -127,14 +128,13 @@ class MemoryGuard:
     def event(
         self,
         kind: str,
-        ptrs: Any,
+        addresses: np.ndarray,
         active: np.ndarray,
         values: np.ndarray | None,
         before: np.ndarray | None = None,
         reads: bool = False,
         writes: bool = False,
     ) -> None:
-        addresses = ptrs.data
         lanes = addresses[active]
         file, line = self.locate()
         recorder = self.recorder
@@ -161,13 +161,13 @@ class MemoryGuard:
     # -- races and uninitialised reads -------------------------------------------------------------
 
     def _active_offsets(
-        self, ptrs: Any, active: np.ndarray
+        self, addresses: np.ndarray, active: np.ndarray
     ) -> tuple[BufferArg, np.ndarray, np.ndarray] | None:
         """The argument the active lanes access, their element offsets and their lane numbers."""
         lanes = np.flatnonzero(active.reshape(-1))
         if lanes.size == 0 or self.observations is None:
             return None
-        addresses = ptrs.data.reshape(-1)[lanes]
+        addresses = addresses.reshape(-1)[lanes]
         arg = self.buffer_at(int(addresses[0]))
         if arg is None:
             return None
@@ -175,8 +175,8 @@ class MemoryGuard:
         inside = (offsets + arg.origin >= 0) & (offsets + arg.origin < arg.size)
         return arg, offsets[inside], lanes[inside]
 
-    def before_read(self, ptrs: Any, active: np.ndarray, atomic: bool = False) -> None:
-        found = self._active_offsets(ptrs, active)
+    def before_read(self, addresses: np.ndarray, active: np.ndarray, atomic: bool = False) -> None:
+        found = self._active_offsets(addresses, active)
         if found is None:
             return
         arg, offsets, _ = found
@@ -210,9 +210,9 @@ class MemoryGuard:
                 )
 
     def after_write(
-        self, ptrs: Any, active: np.ndarray, before: np.ndarray, after: np.ndarray, plain: bool
+        self, addresses: np.ndarray, active: np.ndarray, before: np.ndarray, after: np.ndarray, plain: bool
     ) -> None:
-        found = self._active_offsets(ptrs, active)
+        found = self._active_offsets(addresses, active)
         if found is None:
             return
         arg, offsets, lanes = found
@@ -246,8 +246,17 @@ class MemoryGuard:
         assert self.observations is not None
         file, line = self.locate()
         severity: Severity = "warning" if kind == "race_read_after_write" else "error"
+        pid = self.recorder.program.pid
         self.observations.add(
-            kind, severity, self.recorder.program.pid, file, line, arg=arg, elements=elements, detail=detail
+            kind,
+            severity,
+            pid,
+            file,
+            line,
+            arg=arg,
+            elements=elements,
+            detail=detail,
+            order=self.launch.linear(pid),
         )
 
     def _count(self, arg: BufferArg, offsets: np.ndarray, reads: bool, writes: bool) -> None:
@@ -266,6 +275,22 @@ class MemoryGuard:
             fresh = index[bmap.last_writer[index] != me]
             bmap.writes[fresh] += 1
             bmap.last_writer[index] = me
+
+    def lanes(self, ptrs: Any, mask: Any, *others: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The addresses and the active lanes of an access (the mask broadcast to the pointers)."""
+        addresses = ptrs.data
+        return addresses, _lanes(addresses, mask)
+
+    def around(
+        self, addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, atomic: Callable[[], Any]
+    ) -> tuple[np.ndarray, Any, np.ndarray]:
+        """Run an atomic; the elements' values before it, its result, the values after it."""
+        before = triton_compat.raw_load(addresses, active, dtype)
+        result = atomic()
+        return before, result, triton_compat.raw_load(addresses, active, dtype)
+
+    def assertion_failed(self) -> None:
+        """Called before a failed device_assert raises (the batched strategy reruns serially)."""
 
     # -- installation ---------------------------------------------------------------------------
 
@@ -306,53 +331,54 @@ class MemoryGuard:
                 unmasked[0] = False
 
         def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
-            active = _lanes(ptrs, mask)
-            self.check("load", ptrs, active, unmasked[0])
-            self.before_read(ptrs, active)
+            addresses, active = self.lanes(ptrs, mask)
+            self.check("load", ptrs, addresses, active, unmasked[0])
+            self.before_read(addresses, active)
             result = load(ptrs, mask, other, *rest)
-            self.event("load", ptrs, active, result.data, reads=True)
+            self.event("load", addresses, active, result.data, reads=True)
             return result
 
         def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-            active = _lanes(ptrs, mask)
-            self.check("store", ptrs, active, unmasked[0])
+            addresses, active = self.lanes(ptrs, mask)
+            self.check("store", ptrs, addresses, active, unmasked[0])
             dtype = triton_compat.pointer_element_np(ptrs)
-            before = triton_compat.raw_load(ptrs.data, active, dtype)
+            before = triton_compat.raw_load(addresses, active, dtype)
             result = store(ptrs, value, mask, *rest)
-            after = triton_compat.raw_load(ptrs.data, active, dtype)
-            self.after_write(ptrs, active, before, after, plain=True)
-            self.event("store", ptrs, active, after, before, writes=True)
+            after = triton_compat.raw_load(addresses, active, dtype)
+            self.after_write(addresses, active, before, after, plain=True)
+            self.event("store", addresses, active, after, before, writes=True)
             return result
 
         def atomic_rmw(op: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
-            active = _lanes(ptrs, mask)
+            addresses, active = self.lanes(ptrs, mask, value)
             name = f"atomic_{triton_compat.rmw_op_name(op)}"
-            self.check(name, ptrs, active)
+            self.check(name, ptrs, addresses, active)
             dtype = triton_compat.pointer_element_np(ptrs)
-            before = triton_compat.raw_load(ptrs.data, active, dtype)
-            self.before_read(ptrs, active, atomic=True)
-            result = rmw(op, ptrs, value, mask, *rest)
-            after = triton_compat.raw_load(ptrs.data, active, dtype)
-            self.after_write(ptrs, active, before, after, plain=False)
-            self.event(name, ptrs, active, after, before, reads=True, writes=True)
+            self.before_read(addresses, active, atomic=True)
+            before, result, after = self.around(
+                addresses, active, dtype, lambda: rmw(op, ptrs, value, mask, *rest)
+            )
+            self.after_write(addresses, active, before, after, plain=False)
+            self.event(name, addresses, active, after, before, reads=True, writes=True)
             return result
 
         def atomic_cas(ptrs: Any, cmp: Any, value: Any, *rest: Any) -> Any:
-            active = np.ones(ptrs.data.shape, dtype=bool)
-            self.check("atomic_cas", ptrs, active)
+            addresses, active = self.lanes(ptrs, None, cmp, value)
+            self.check("atomic_cas", ptrs, addresses, active)
             dtype = triton_compat.pointer_element_np(ptrs)
-            before = triton_compat.raw_load(ptrs.data, active, dtype)
-            self.before_read(ptrs, active, atomic=True)
-            result = cas(ptrs, cmp, value, *rest)
-            after = triton_compat.raw_load(ptrs.data, active, dtype)
-            self.after_write(ptrs, active, before, after, plain=False)
-            self.event("atomic_cas", ptrs, active, after, before, reads=True, writes=True)
+            self.before_read(addresses, active, atomic=True)
+            before, result, after = self.around(
+                addresses, active, dtype, lambda: cas(ptrs, cmp, value, *rest)
+            )
+            self.after_write(addresses, active, before, after, plain=False)
+            self.event("atomic_cas", addresses, active, after, before, reads=True, writes=True)
             return result
 
         def device_assert(condition: Any, message: Any, *rest: Any) -> None:
             held = np.asarray(condition.data)
             if held.all():
                 return
+            self.assertion_failed()
             file, line = self.locate()
             pid = self.recorder.program.pid
             failing = np.flatnonzero(~held.reshape(-1).astype(bool))
@@ -392,9 +418,9 @@ def _isnan(values: np.ndarray) -> np.ndarray:
     return np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, bool)
 
 
-def _lanes(ptrs: Any, mask: Any) -> np.ndarray:
+def _lanes(addresses: np.ndarray, mask: Any) -> np.ndarray:
     data = mask.data if mask is not None else True
-    return np.broadcast_to(np.asarray(data, dtype=bool), ptrs.data.shape)
+    return np.broadcast_to(np.asarray(data, dtype=bool), addresses.shape)
 
 
 def frame_locator(codes: set[Any]) -> Locator:

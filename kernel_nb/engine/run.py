@@ -34,7 +34,7 @@ class Engine:
     def __init__(self, options: Options) -> None:
         self.options = options
         self._rewrites: dict[tuple[Any, bool, tuple[int, ...]], RewrittenFunction] = {}
-        self._active: _LaunchContext | None = None
+        self._active: LaunchContext | None = None
 
     def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
         breakpoints = self.options.breakpoints if instrument else ()
@@ -68,16 +68,49 @@ class Engine:
         )
         snapshot = bound.snapshot()
         launch.snapshot = _typed_snapshot(bound, snapshot)
-        context = _LaunchContext(self, fn, launch, bound)
+        order = _program_order(launch.grid, self.options)
         started = time.perf_counter()
+        context = LaunchContext(self, fn, launch, bound)
         try:
-            context.run(_program_order(launch.grid, self.options))
+            context = self._run(fn, launch, bound, snapshot, order)
         finally:
             launch.duration_s = time.perf_counter() - started
             launch.kept_bytes = context.recorder.kept_bytes
         bound.commit()
         launch.replayer = lambda pid: self._replay(fn, launch, bound, snapshot, pid)
         return launch
+
+    def _run(
+        self,
+        fn: Callable[..., Any],
+        launch: Launch,
+        bound: BoundArguments,
+        snapshot: list[np.ndarray],
+        order: list[Pid],
+    ) -> LaunchContext:
+        """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
+        from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, unsupported_reason
+
+        reason = unsupported_reason(fn, self.options)
+        if reason is None:
+            batched = BatchedRun(self, fn, launch, bound)
+            try:
+                batched.run(order)
+                launch.strategy = "batched"
+                return batched
+            except BatchUnsupported as why:
+                reason = str(why)
+            bound.restore(snapshot)
+            launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
+            for bmap in launch.buffers.values():
+                bmap.reads[...] = 0
+                bmap.writes[...] = 0
+                bmap.last_writer[...] = -1
+                bmap.oob.clear()
+        launch.strategy, launch.strategy_note = "serial", reason or ""
+        context = LaunchContext(self, fn, launch, bound)
+        context.run(order)
+        return context
 
     def _replay(
         self,
@@ -93,7 +126,7 @@ class Engine:
         detector reports such launches).
         """
         bound.restore(snapshot)
-        context = _LaunchContext(self, fn, launch, bound, replay=True)
+        context = LaunchContext(self, fn, launch, bound, replay=True)
         context.run([pid])
         return context.recorder.program
 
@@ -105,7 +138,7 @@ class Engine:
 
 
 @dataclass
-class _LaunchContext:
+class LaunchContext:
     engine: Engine
     fn: Callable[..., Any]
     launch: Launch
@@ -122,6 +155,7 @@ class _LaunchContext:
         self.guard.update_maps = not self.replay
         self.recorder.guard = self.guard
         self.recorder.statements = self.launch.statements
+        self.recorder.order_of = self.launch.linear
         self.observations = Observations()
         detect = options.detect and not self.replay
         if detect:

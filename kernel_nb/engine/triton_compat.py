@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 import inspect
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,40 @@ def raw_load(addresses: np.ndarray, mask: np.ndarray, dtype: np.dtype) -> np.nda
 
     other = np.zeros(addresses.shape, dtype=dtype)
     return native.load(addresses, np.ascontiguousarray(np.broadcast_to(mask, addresses.shape)), other, dtype)
+
+
+def raw_store(addresses: np.ndarray, values: np.ndarray) -> None:
+    """Write elements at host addresses without going through the builder (undoing a batch)."""
+    from triton._C.libtriton import interpreter as native
+
+    if addresses.size:
+        native.store(
+            np.ascontiguousarray(addresses), np.ascontiguousarray(values), np.ones(addresses.shape, bool)
+        )
+
+
+@contextmanager
+def builder_as(b: Any, cls: type, **attributes: Any) -> Iterator[Any]:
+    """Make the interpreter's builder an instance of `cls` (a subclass) for a while.
+
+    The patched builtins of triton.language hold on to the builder object itself (since 3.6 each
+    through a semantic of its own), so the builder changes class in place rather than being replaced.
+    """
+    previous = b.__class__
+    saved = {name: b.__dict__[name] for name in attributes if name in b.__dict__}
+    b.__class__ = cls
+    for name, value in attributes.items():
+        setattr(b, name, value)
+    try:
+        yield b
+    finally:
+        b.__class__ = previous
+        for name in attributes:
+            if name in saved:
+                setattr(b, name, saved[name])
+            else:
+                b.__dict__.pop(name, None)
+        b.__dict__.pop("atomic_rows", None)
 
 
 def rmw_op_name(op: Any) -> str:

@@ -1,0 +1,417 @@
+"""The interpreter's builder, with every value carrying the programs of a batch along a leading axis.
+
+A value's data has shape (b, *block_shape) where b is the batch size, or 1 for a value that is the
+same in every program (constants, tl.arange). Elementwise operations then broadcast as they are;
+only the operations that look at shapes (splat, broadcast, expand_dims, reshape, trans, cat,
+gather, reductions) and the memory operations are redefined here. Where programs disagree about
+control flow (`if` on a value, a loop bound), `Divergence` carries each program's value so that the
+batch can be split; operations the batched form does not cover raise `BatchUnsupported`, and the
+launch runs serially instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import triton.language as tl
+
+from kernel_nb.engine import triton_compat
+
+TensorHandle = triton_compat.TensorHandle
+
+
+class Divergence(Exception):
+    """Programs of a batch disagree on a value that decides control flow."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        super().__init__("programs of the batch take different paths")
+        self.values = values
+
+
+class BatchUnsupported(Exception):
+    """Something the batched strategy does not run exactly; the launch runs serially."""
+
+
+def _rows(data: np.ndarray, batch: int) -> np.ndarray:
+    return np.broadcast_to(data, (batch, *data.shape[1:])) if data.shape[0] != batch else data
+
+
+def _leading(*arrays: np.ndarray) -> int:
+    return max(a.shape[0] for a in arrays)
+
+
+def _full(data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`data` broadcast to `shape` as a writeable C-contiguous array (Triton's C++ loads and stores
+    take no read-only views)."""
+    return np.require(np.broadcast_to(data, shape), requirements=["C", "W"])
+
+
+class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,valid-type]
+    """Builder for a batch of programs. The interpreter's own builder takes this class for the
+    duration of a batch (`triton_compat.builder_as`), with `pids` (one (x, y, z) row per program),
+    `grid_dim` and `grid_idx` set."""
+
+    pids: np.ndarray
+    atomic_rows: tuple[np.ndarray, np.ndarray]
+
+    @staticmethod
+    def attributes(pids: np.ndarray, grid: tuple[int, int, int]) -> dict[str, Any]:
+        return {"pids": pids, "grid_dim": grid, "grid_idx": tuple(int(v) for v in pids[0])}
+
+    # -- constants and program ids -----------------------------------------------------------
+
+    def _constant(self, value: Any, dtype: Any, ty: Any) -> Any:
+        return TensorHandle(np.array([[value]], dtype=dtype), ty)
+
+    def get_int1(self, value: Any) -> Any:
+        return self._constant(value, np.bool_, tl.int1)
+
+    def get_uint8(self, value: Any) -> Any:
+        return self._constant(value, np.uint8, tl.uint8)
+
+    def get_int8(self, value: Any) -> Any:
+        return self._constant(value, np.int8, tl.int8)
+
+    def get_uint16(self, value: Any) -> Any:
+        return self._constant(value, np.uint16, tl.uint16)
+
+    def get_int16(self, value: Any) -> Any:
+        return self._constant(value, np.int16, tl.int16)
+
+    def get_uint32(self, value: Any) -> Any:
+        return self._constant(value, np.uint32, tl.uint32)
+
+    def get_int32(self, value: Any) -> Any:
+        return self._constant(value, np.int32, tl.int32)
+
+    def get_uint64(self, value: Any) -> Any:
+        return self._constant(value, np.uint64, tl.uint64)
+
+    def get_int64(self, value: Any) -> Any:
+        return self._constant(value, np.int64, tl.int64)
+
+    def get_fp16(self, value: Any) -> Any:
+        return self._constant(value, np.float16, tl.float16)
+
+    def get_fp32(self, value: Any) -> Any:
+        return self._constant(value, np.float32, tl.float32)
+
+    def get_fp64(self, value: Any) -> Any:
+        return self._constant(value, np.float64, tl.float64)
+
+    def get_bf16(self, value: Any) -> Any:
+        handle = super().get_bf16(value)
+        return TensorHandle(handle.data.reshape(1, 1), handle.dtype)
+
+    def get_null_value(self, type: Any) -> Any:
+        handle = super().get_null_value(type)
+        return TensorHandle(handle.data.reshape(1, 1), handle.dtype)
+
+    def get_all_ones_value(self, type: Any) -> Any:
+        handle = super().get_all_ones_value(type)
+        return TensorHandle(handle.data.reshape(1, 1), handle.dtype)
+
+    def create_get_program_id(self, axis: int) -> Any:
+        return TensorHandle(self.pids[:, axis : axis + 1].astype(np.int32), tl.int32)
+
+    def create_get_num_programs(self, axis: int) -> Any:
+        return TensorHandle(np.array([[self.grid_dim[axis]]], dtype=np.int32), tl.int32)
+
+    def create_make_range(self, ret_ty: Any, start: int, stop: int) -> Any:
+        return TensorHandle(np.arange(start, stop, dtype=np.int32)[None, :], tl.int32)
+
+    # -- shapes --------------------------------------------------------------------------------
+
+    def create_expand_dims(self, arg: Any, axis: int) -> Any:
+        return TensorHandle(np.expand_dims(arg.data, axis + 1 if axis >= 0 else axis), arg.dtype.scalar)
+
+    def create_broadcast(self, arg: Any, shape: Any) -> Any:
+        data = arg.data
+        return TensorHandle(np.broadcast_to(data, (data.shape[0], *shape)), arg.dtype.scalar)
+
+    def create_splat(self, ret_ty: Any, arg: Any) -> Any:
+        shape = tuple(ret_ty.shape)
+        data = arg.data
+        first = data.reshape(data.shape[0], -1)[:, 0]
+        full = np.broadcast_to(first.reshape((data.shape[0],) + (1,) * len(shape)), (data.shape[0], *shape))
+        dtype = triton_compat.np_dtype(arg.dtype.scalar if hasattr(arg.dtype, "scalar") else arg.dtype)
+        return TensorHandle(np.ascontiguousarray(full, dtype=dtype), arg.dtype.scalar)
+
+    def create_unsplat(self, arg: Any) -> Any:
+        data = arg.data
+        return TensorHandle(data.reshape(data.shape[0], -1)[:, :1].copy(), arg.dtype.scalar)
+
+    def create_reshape(self, arg: Any, shape: Any, allow_reorder: Any = False) -> Any:
+        data = arg.data
+        return TensorHandle(data.reshape((data.shape[0], *shape)), arg.dtype.scalar)
+
+    def create_trans(self, arg: Any, perm: Any) -> Any:
+        return TensorHandle(np.transpose(arg.data, (0, *[p + 1 for p in perm])), arg.dtype.scalar)
+
+    def create_cat(self, lhs: Any, rhs: Any) -> Any:
+        b = _leading(lhs.data, rhs.data)
+        return TensorHandle(
+            np.concatenate([_rows(lhs.data, b), _rows(rhs.data, b)], axis=1), lhs.dtype.scalar
+        )
+
+    def create_join(self, lhs: Any, rhs: Any) -> Any:
+        b = _leading(lhs.data, rhs.data)
+        return TensorHandle(np.stack([_rows(lhs.data, b), _rows(rhs.data, b)], axis=-1), lhs.dtype.scalar)
+
+    def create_gather(self, src: Any, indices: Any, axis: int) -> Any:
+        b = _leading(src.data, indices.data)
+        gathered = np.take_along_axis(_rows(src.data, b), _rows(indices.data, b), axis=axis + 1)
+        return TensorHandle(gathered, src.dtype.scalar)
+
+    def create_histogram(self, data: Any, bins: int, mask: Any) -> Any:
+        rows = []
+        for r in range(data.data.shape[0]):
+            row_mask = (
+                None if mask is None else TensorHandle(_rows(mask.data, data.data.shape[0])[r], tl.int1)
+            )
+            rows.append(super().create_histogram(TensorHandle(data.data[r], data.dtype), bins, row_mask).data)
+        return TensorHandle(np.stack(rows), tl.int32)
+
+    # -- memory ----------------------------------------------------------------------------------
+
+    def create_masked_load(self, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        b = _leading(ptrs.data, mask.data, other.data if other is not None else ptrs.data)
+        full = (b, *ptrs.data.shape[1:])
+        ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
+        mask = TensorHandle(_full(mask.data, full), mask.dtype)
+        if other is not None:
+            other = TensorHandle(_full(other.data, full), other.dtype)
+        return super().create_masked_load(ptrs, mask, other, *rest)
+
+    def create_masked_store(self, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        b = _leading(ptrs.data, value.data, mask.data)
+        full = (b, *ptrs.data.shape[1:])
+        ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
+        value = TensorHandle(_full(value.data, full), value.dtype)
+        mask = TensorHandle(_full(mask.data, full), mask.dtype)
+        return super().create_masked_store(ptrs, value, mask, *rest)
+
+    def create_atomic_rmw(self, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
+        # program by program, in launch order: each program sees the previous programs' results
+        b = _leading(ptr.data, val.data, mask.data)
+        return self._per_program(
+            b,
+            ptr,
+            lambda row: super(BatchedBuilder, self).create_atomic_rmw(op, *row, *rest),
+            (ptr, val, mask),
+        )
+
+    def create_atomic_cas(self, ptr: Any, cmp: Any, val: Any, *rest: Any) -> Any:
+        b = _leading(ptr.data, cmp.data, val.data)
+        return self._per_program(
+            b, ptr, lambda row: super(BatchedBuilder, self).create_atomic_cas(*row, *rest), (ptr, cmp, val)
+        )
+
+    def _per_program(
+        self, b: int, ptr: Any, atomic: Callable[[list[Any]], Any], handles: tuple[Any, ...]
+    ) -> Any:
+        """Apply an atomic one program at a time; keep each program's element values before and
+        after its own atomic in `atomic_rows`, as the serial strategy records them."""
+        dtype = triton_compat.pointer_element_np(ptr)
+        out, before, after = [], [], []
+        for r in range(b):
+            row = [TensorHandle(_full(_rows(h.data, b)[r], h.data.shape[1:]), h.dtype) for h in handles]
+            everywhere = np.ones(row[0].data.shape, bool)
+            before.append(triton_compat.raw_load(row[0].data, everywhere, dtype))
+            result = atomic(row)
+            after.append(triton_compat.raw_load(row[0].data, everywhere, dtype))
+            out.append(result.data)
+        self.atomic_rows = (np.stack(before), np.stack(after))
+        return TensorHandle(np.stack(out), result.dtype)
+
+
+def _refusal(what: str) -> Callable[..., Any]:
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise BatchUnsupported(what)
+
+    return refuse
+
+
+for _name in (
+    "create_print",
+    "create_make_tensor_descriptor",
+    "create_descriptor_load",
+    "create_descriptor_store",
+    "create_descriptor_gather",
+    "create_descriptor_scatter",
+    "create_make_block_ptr",
+    "create_advance",
+    "create_tensor_pointer_load",
+    "create_tensor_pointer_store",
+    "create_dot_scaled",
+    "create_atomic_poll",
+):
+    setattr(BatchedBuilder, _name, _refusal(_name.removeprefix("create_")))
+
+
+# -- triton.language, for batched values ------------------------------------------------------------
+
+
+def _uniform(data: np.ndarray) -> np.ndarray:
+    """The first element of each program's value; Divergence when they differ."""
+    firsts = np.asarray(data).reshape(data.shape[0], -1)[:, 0]
+    if firsts.size > 1 and not (firsts == firsts[0]).all():
+        raise Divergence(firsts)
+    return firsts
+
+
+def _index(self: Any) -> int:
+    return int(_uniform(self.handle.data)[0])
+
+
+def _truth(self: Any) -> bool:
+    data = self.handle.data
+    if data[0].size != 1:  # as in the stock interpreter: only scalars have a truth value
+        return True
+    return bool(_uniform(data)[0])
+
+
+def _transpose(self: Any) -> Any:
+    data = self.handle.data
+    perm = (0, *range(1, data.ndim - 2), data.ndim - 1, data.ndim - 2)
+    shape = list(self.type.shape)
+    shape[-1], shape[-2] = shape[-2], shape[-1]
+    return tl.core.tensor(
+        TensorHandle(np.transpose(data, perm), self.handle.dtype), tl.block_type(self.dtype, shape)
+    )
+
+
+def _wrap(data: np.ndarray, dtype: Any, shape: list[int]) -> Any:
+    np_dtype = triton_compat.np_dtype(dtype)
+    if shape:
+        return tl.core.tensor(TensorHandle(data.astype(np_dtype), dtype.scalar), tl.block_type(dtype, shape))
+    return tl.core.tensor(TensorHandle(data.reshape(data.shape[0], 1).astype(np_dtype), dtype.scalar), dtype)
+
+
+def _reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: bool = False, **kwargs: Any) -> Any:
+    inputs = input if isinstance(input, tuple) else (input,)
+    shape = list(inputs[0].shape)
+    b = _leading(*(t.handle.data for t in inputs))
+    datas = [
+        _rows(t.handle.data, b).reshape((b, *shape)) if shape else _rows(t.handle.data, b) for t in inputs
+    ]
+    if axis is None:
+        datas = [d.reshape(b, -1) for d in datas]
+        ax, out_shape = 1, []
+    else:
+        axis = axis % len(shape)
+        ax, out_shape = axis + 1, shape[:axis] + shape[axis + 1 :]
+    standard = tl.standard
+    first = datas[0]
+    if combine_fn is standard._sum_combine:
+        results = [np.sum(first, axis=ax)]
+    elif combine_fn is standard._elementwise_max:
+        results = [np.nanmax(first, axis=ax)]
+    elif combine_fn is standard._elementwise_min:
+        results = [np.nanmin(first, axis=ax)]
+    elif combine_fn in (standard._argmax_combine_tie_break_left, standard._argmax_combine_tie_break_fast):
+        results = [np.nanmax(first, axis=ax), np.nanargmax(first, axis=ax)]
+    elif combine_fn in (standard._argmin_combine_tie_break_left, standard._argmin_combine_tie_break_fast):
+        results = [np.nanmin(first, axis=ax), np.nanargmin(first, axis=ax)]
+    else:
+        return _generic_reduce(inputs, datas, ax, out_shape, combine_fn, keep_dims, axis)
+    dtypes = [inputs[0].dtype, tl.int32][: len(results)]
+    out = []
+    for data, dtype in zip(results, dtypes):
+        if keep_dims:
+            data = np.expand_dims(data, ax) if axis is not None else data.reshape((b,) + (1,) * len(shape))
+            out.append(_wrap(data, dtype, [1] * len(shape) if axis is None else _keep(shape, axis)))
+        else:
+            out.append(_wrap(data, dtype, out_shape))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _keep(shape: list[int], axis: int) -> list[int]:
+    return [*shape[:axis], 1, *shape[axis + 1 :]]
+
+
+def _generic_reduce(
+    inputs: tuple[Any, ...],
+    datas: list[np.ndarray],
+    ax: int,
+    out_shape: list[int],
+    combine_fn: Any,
+    keep_dims: bool,
+    axis: Any,
+) -> Any:
+    # a left fold along the axis, all programs and all other positions at once: the same order of
+    # combination as the serial interpreter's element-by-element loop
+    def take(i: int) -> list[Any]:
+        return [_wrap(np.take(d, i, axis=ax), t.dtype, out_shape) for d, t in zip(datas, inputs)]
+
+    acc = take(0)
+    for i in range(1, datas[0].shape[ax]):
+        combined = combine_fn.fn(*acc, *take(i))
+        acc = list(combined) if isinstance(combined, tuple) else [combined]
+    if keep_dims:
+        shape = list(inputs[0].shape)
+        kept = [1] * len(shape) if axis is None else _keep(shape, axis)
+        acc = [_wrap(a.handle.data.reshape((a.handle.data.shape[0], *kept)), a.dtype, kept) for a in acc]
+    return acc[0] if len(acc) == 1 else tuple(acc)
+
+
+def _scan(input: Any, axis: int, combine_fn: Any, reverse: bool = False, **kwargs: Any) -> Any:
+    inputs = input if isinstance(input, tuple) else (input,)
+    shape = list(inputs[0].shape)
+    b = _leading(*(t.handle.data for t in inputs))
+    axis = axis % len(shape)
+    ax = axis + 1
+    datas = [_rows(t.handle.data, b) for t in inputs]
+    if reverse:
+        datas = [np.flip(d, axis=ax) for d in datas]
+    standard = tl.standard
+    if combine_fn is standard._sum_combine:
+        outs = [np.cumsum(datas[0], axis=ax)]
+    elif combine_fn is getattr(standard, "_prod_combine", None):
+        outs = [np.cumprod(datas[0], axis=ax)]
+    else:
+        slice_shape = shape[:axis] + shape[axis + 1 :]
+        pieces: list[list[np.ndarray]] = [[] for _ in datas]
+        acc = None
+        for i in range(datas[0].shape[ax]):
+            current = [_wrap(np.take(d, i, axis=ax), t.dtype, slice_shape) for d, t in zip(datas, inputs)]
+            if acc is None:
+                acc = current
+            else:
+                combined = combine_fn.fn(*acc, *current)
+                acc = list(combined) if isinstance(combined, tuple) else [combined]
+            for j, a in enumerate(acc):
+                pieces[j].append(_rows(a.handle.data, b).reshape((b, *slice_shape)))
+        outs = [np.stack(p, axis=ax) for p in pieces]
+    if reverse:
+        outs = [np.flip(o, axis=ax) for o in outs]
+    result = [_wrap(np.ascontiguousarray(o), t.dtype, shape) for o, t in zip(outs, inputs)]
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+@contextmanager
+def batched_language() -> Iterator[None]:
+    """Redefine the parts of triton.language that read values directly (the caller restores them:
+    this runs inside the interpreter scope, whose namespace snapshot undoes it)."""
+    tl.tensor.__index__ = _index  # type: ignore[method-assign,assignment]
+    tl.tensor.__bool__ = _truth  # type: ignore[method-assign,assignment]
+    tl.tensor.T = property(_transpose)  # type: ignore[misc,assignment]
+    for space in (tl, tl.core):
+        space.reduce = _reduce
+        space.associative_scan = _scan
+    yield
+
+
+def batched_value(value: Any) -> Any:
+    """A kernel argument as the batched builder expects it: a leading axis of size 1."""
+    if triton_compat.is_tensor(value):
+        handle = value.handle
+        return tl.core.tensor(
+            TensorHandle(handle.data.reshape(1, *handle.data.shape), handle.dtype), value.type
+        )
+    if isinstance(value, tuple) and not hasattr(value, "data_ptr"):
+        return triton_compat.make_tuple(value, (batched_value(v) for v in value))
+    return value

@@ -1,0 +1,175 @@
+"""The serial strategy is the reference: every test kernel, run both ways from identical inputs, must
+give identical outputs, records, memory events and findings; and the batched strategy must really be
+the one that ran where it applies."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import triton.language as tl
+
+import kernel_nb
+from tests.engine import detector_kernels as dk
+from tests.engine import kernels as k
+from tests.engine import numerics_kernels as nk
+
+rng = np.random.default_rng(7)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+M, N, K = 48, 40, 70
+SEQ, D = 64, 16
+
+# name → (inputs, launch(inputs), strategy the "auto" run must use)
+SCENARIOS = {
+    "vector_add": (lambda: [f32(1000), f32(1000), np.zeros(1000, np.float32)],
+                   lambda a: k.add_kernel[(4,)](*a, 1000, BLOCK=256), "batched"),
+    "softmax": (lambda: [np.zeros((37, 100), np.float32), f32(37, 100)],
+                lambda a: k.softmax_kernel[(37,)](a[0], a[1], 100, 100, 100, BLOCK=128), "batched"),
+    "matmul": (lambda: [f32(M, K), f32(K, N), np.zeros((M, N), np.float32)],
+               lambda a: k.matmul_kernel[(3, 3)](*a, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16),
+               "batched"),
+    "layer_norm": (lambda: [f32(9, 300), np.zeros((9, 300), np.float32), f32(300), f32(300),
+                            np.zeros(9, np.float32), np.zeros(9, np.float32)],
+                   lambda a: k.layer_norm_fwd[(9,)](*a, 300, 300, 1e-5, BLOCK=128), "batched"),
+    "flash_attention": (lambda: [f32(2, SEQ, D), f32(2, SEQ, D), f32(2, SEQ, D), np.zeros((2, SEQ, D), np.float32)],
+                        lambda a: k.causal_attention_fwd[(SEQ // 16, 2)](*a, SEQ, 0.25, D=D, BLOCK_M=16, BLOCK_N=16),
+                        "batched"),
+    "helper": (lambda: [f32(300), np.zeros(300, np.float32)],
+               lambda a: k.helper_kernel[(3,)](*a, 300, 3.0, BLOCK=128), "batched"),
+    "custom_reduce": (lambda: [f32(4, 64), np.zeros(4, np.float32)],
+                      lambda a: k.max_abs_kernel[(4,)](*a, BLOCK=64), "batched"),
+    "cumsum": (lambda: [rng.integers(-50, 50, (3, 128)).astype(np.int32), np.zeros((3, 128), np.int32)],
+               lambda a: k.cumsum_kernel[(3,)](*a, BLOCK=128), "batched"),
+    "atomics": (lambda: [rng.integers(0, 1000, 1000).astype(np.int32), np.zeros(16, np.int32),
+                         np.zeros(1, np.int32), np.zeros(1, np.int32)],
+                lambda a: k.histogram_kernel[(8,)](*a, 1000, BINS=16, BLOCK=128), "batched"),
+    "rand": (lambda: [np.zeros(300, np.float32)], lambda a: k.rand_kernel[(3,)](a[0], 1234, 300, BLOCK=128), "batched"),
+    "axpy_in_place": (lambda: [f32(200)], lambda a: k.axpy_kernel[(2,)](a[0], a[0], 200, 2.0, BLOCK=128), "batched"),
+    "grid_3d": (lambda: [np.zeros((2, 3, 4), np.int32)], lambda a: k.grid3d_kernel[(4, 3, 2)](a[0], GX=4, GY=3),
+                "batched"),
+    "bf16_copy": (lambda: [f32(300).astype(ml_dtypes.bfloat16), np.zeros(300, ml_dtypes.bfloat16)],
+                  lambda a: k.copy_kernel[(3,)](*a, 300, BLOCK=128), "batched"),
+    "strided": (lambda: [f32(10, 24)[1::2, ::3], np.zeros((5, 8), np.float32)],
+                lambda a: k.strided_copy_kernel[(5,)](a[0], a[1], 5, 8, 48, 3, BLOCK=8), "batched"),
+    "tuple": (lambda: [f32(50), f32(50), np.zeros(50, np.float32)],
+              lambda a: k.tuple_kernel[(1,)]((a[0], a[1]), a[2], 50, BLOCK=64), "batched"),
+    "bf16_math": (lambda: [f32(256).astype(ml_dtypes.bfloat16), f32(256).astype(ml_dtypes.bfloat16),
+                           *(np.zeros(256, ml_dtypes.bfloat16) for _ in range(3))],
+                  lambda a: nk.bf16_math_kernel[(1,)](*a, 256, BLOCK=256), "batched"),
+    "tf32_dot": (lambda: [f32(32, 32), f32(32, 32), np.zeros((32, 32), np.float32)],
+                 lambda a: nk.default_dot_kernel[(1,)](*a, N=32), "batched"),
+    "cast": (lambda: [np.array([1e10, np.nan, 3.5, -2.5], np.float32), np.zeros(4, np.int32)],
+             lambda a: nk.cast_kernel[(1,)](*a, 4, DST=tl.int32, BLOCK=4), "batched"),
+    "nan_origin": (lambda: [np.linspace(-1, 1, 256, dtype=np.float32), np.zeros(256, np.float32)],
+                   lambda a: dk.log_kernel[(2,)](*a, 256, BLOCK=128), "batched"),
+    "masked_row_nan": (lambda: [np.ones((3, 16), np.float32), np.zeros((3, 16), np.float32)],
+                       lambda a: dk.masked_row_softmax[(3,)](*a, 16, 0, BLOCK=16), "batched"),
+    "int_overflow": (lambda: [np.zeros(1024, np.float32)],
+                     lambda a: dk.scaled_offsets_kernel[(1,)](a[0], a[0], 1024, SCALE=4_000_000, BLOCK=1024),
+                     "batched"),
+    "uncovered": (lambda: [f32(1000), f32(1000), np.zeros(1000, np.float32)],
+                  lambda a: k.add_kernel[(3,)](*a, 1000, BLOCK=256), "batched"),
+    "uninitialised": (lambda: [f32(100), kernel_nb.poison(np.empty(100, np.float32))],
+                      lambda a: dk.accumulate_kernel[(1,)](*a, 100, BLOCK=128), "batched"),
+    "write_race": (lambda: [np.zeros(64, np.int32)], lambda a: dk.racy_write_kernel[(3,)](a[0], BLOCK=64), "serial"),
+    "read_after_write": (lambda: [np.ones(128, np.float32), np.zeros(128, np.float32)],
+                         lambda a: dk.carry_kernel[(4,)](*a, BLOCK=32), "serial"),
+    "prints": (lambda: [np.arange(8, dtype=np.float32)], lambda a: k.print_kernel[(2,)](a[0], BLOCK=4), "serial"),
+}  # fmt: skip
+
+
+def _run(name, strategy):
+    make, launch, _ = SCENARIOS[name]
+    global rng
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    arrays = make()
+    with kernel_nb.interpret(strategy=strategy) as session:
+        launch(arrays)
+    return arrays, session.trace[0]
+
+
+def _same(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_serial_and_batched_agree(name, capsys):
+    serial_arrays, serial = _run(name, "serial")
+    auto_arrays, auto = _run(name, "auto")
+    assert auto.strategy == SCENARIOS[name][2], auto.strategy_note
+    for s_arr, a_arr in zip(serial_arrays, auto_arrays):
+        assert np.array_equal(
+            np.ascontiguousarray(s_arr).view(np.uint8), np.ascontiguousarray(a_arr).view(np.uint8)
+        )
+    assert serial.statements == auto.statements
+    assert list(serial.programs) == list(auto.programs)
+    for pid, sp in serial.programs.items():
+        ap = auto.programs[pid]
+        assert sp.kept == ap.kept
+        assert len(sp.records) == len(ap.records)
+        for sr, ar in zip(sp.records, ap.records):
+            assert (sr.stmt, sr.seq, sr.call_path, sr.iteration, sr.dtype, sr.shape, sr.pointer_arg) == (
+                ar.stmt,
+                ar.seq,
+                ar.call_path,
+                ar.iteration,
+                ar.dtype,
+                ar.shape,
+                ar.pointer_arg,
+            ), (pid, auto.statements[sr.stmt])
+            assert sr.summary == ar.summary or (
+                sr.summary.size == ar.summary.size and np.isnan(sr.summary.mean)
+            )
+            assert _same(sr.value, ar.value), (pid, auto.statements[sr.stmt])
+        assert len(sp.events) == len(ap.events)
+        for se, ae in zip(sp.events, ap.events):
+            assert (se.kind, se.seq, se.line, se.arg, se.active, se.lo, se.hi) == (
+                ae.kind,
+                ae.seq,
+                ae.line,
+                ae.arg,
+                ae.active,
+                ae.lo,
+                ae.hi,
+            )
+            for field in ("indices", "mask", "values", "before"):
+                assert _same(getattr(se, field), getattr(ae, field)), field
+    for name_, sb in serial.buffers.items():
+        ab = auto.buffers[name_]
+        for field in ("reads", "writes", "last_writer"):
+            assert np.array_equal(getattr(sb, field), getattr(ab, field)), (name_, field)
+    assert [(f.kind, f.severity, f.message, f.pid, f.line, f.arg) for f in serial.findings] == [
+        (f.kind, f.severity, f.message, f.pid, f.line, f.arg) for f in auto.findings
+    ]
+    for sf, af in zip(serial.findings, auto.findings):
+        assert _same(sf.elements, af.elements)
+
+
+def test_a_small_budget_keeps_the_same_programs_both_ways():
+    x = np.arange(64 * 16, dtype=np.float32)
+    kept = {}
+    for strategy in ("serial", "auto"):
+        with kernel_nb.interpret(strategy=strategy, budget_bytes=5000) as session:
+            k.add_kernel[(16,)](x, x, np.zeros_like(x), x.size, BLOCK=64)
+        launch = session.trace[0]
+        kept[strategy] = ([p for p, prog in launch.programs.items() if prog.kept], launch.kept_bytes)
+    assert kept["serial"] == kept["auto"] and 0 < len(kept["serial"][0]) < 16
+
+
+def test_out_of_bounds_error_is_the_serial_one():
+    x = np.ones(1000, np.float32)
+    messages = {}
+    for strategy in ("serial", "auto"):
+        with (
+            kernel_nb.interpret(strategy=strategy) as session,
+            pytest.raises(kernel_nb.KernelMemoryError) as info,
+        ):
+            k.add_kernel_no_mask[(8,)](x, x, np.zeros_like(x), 1000, BLOCK=128)
+        messages[strategy] = str(info.value)
+        assert session.trace[0].strategy == "serial"
+    assert messages["serial"] == messages["auto"]
