@@ -2,60 +2,148 @@
 
     python -m kernel_nb.demo [--out demo-output] [notebooks ...]
 
-Each notebook is executed in a fresh Jupyter kernel (ipykernel's "python3", the Python of this
-environment), saved with
-its outputs and widget state, and exported as standalone HTML; then the traces' summaries (one row
-per launch, then the findings) are printed.
+Each notebook is executed in a fresh Jupyter kernel running this interpreter, saved with its
+outputs and widget state (the viewers are live again when it is opened in Jupyter), and exported
+as standalone HTML that loads nothing from the network: each viewer appears there as its static
+PNG. Then the traces' summaries are printed (one row per launch, then failed launches' errors and
+the findings), and at the end every finding of every notebook.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import json
+import os
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_NOTEBOOKS = ["01-quickstart.ipynb", "02-find-the-bug.ipynb"]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+FINDING_MARK = "  ["  # how Trace.summary() starts a finding's line
 
-# Appended to each notebook while it runs (not saved): prints every trace the notebook produced.
+# Appended to each notebook while it runs (not saved): prints every trace the notebook produced,
+# those bound to a name first, then `_tk` when it is not one of them.
 _SUMMARY_CELL = """
 import kernel_nb as _kn
 _seen = set()
-for _name, _value in list(globals().items()):
-    # IPython's output history (_, _8, ...) holds the same traces again
-    if isinstance(_value, _kn.Trace) and (_name == "_tk" or not _name.startswith("_")) and id(_value) not in _seen:
-        _seen.add(id(_value))
-        print(f"== {_name}")
-        print(_value.summary())
+_traces = [(_n, _v) for _n, _v in list(globals().items()) if isinstance(_v, _kn.Trace) and not _n.startswith("_")]
+if isinstance(globals().get("_tk"), _kn.Trace):
+    _traces.append(("_tk", _tk))
+for _name, _value in _traces:
+    if id(_value) in _seen:
+        continue
+    _seen.add(id(_value))
+    print(f"== {_name}")
+    print(_value.summary())
+    for _launch in _value:
+        if _launch.error:
+            print(f"  [{_launch.status}] {_launch.error}")
+"""
+
+# nbconvert's "lab" template without the scripts it loads from CDNs (require.js, MathJax, Mermaid and
+# the widget manager): the page is meant to be read offline, and the viewers are shown as PNGs.
+_OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{% block html_head_js %}{% endblock html_head_js %}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{% block html_head_js_mathjax %}{% endblock html_head_js_mathjax %}
+{% block html_head_js_mermaidjs %}{% endblock html_head_js_mermaidjs %}
 """
 
 
-def run_notebook(path: Path, out_dir: Path) -> str:
-    """Execute one notebook; write it (with outputs) and its HTML to `out_dir`; return the summaries."""
-    import nbformat
-    from nbclient import NotebookClient
+def offline_html(nb: Any, title: str) -> str:
+    """Standalone HTML of an executed notebook that references no network resource.
+
+    Widget views are dropped in favour of the other representations of the same output (the
+    TraceViewer's PNG), since drawing them would need the widget manager from a CDN and a kernel.
+    """
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
+
+    static = copy.deepcopy(nb)
+    static.metadata.pop("widgets", None)
+    for cell in static.cells:
+        outputs = []
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data is not None and WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                if not data:
+                    continue
+            outputs.append(output)
+        if "outputs" in cell:
+            cell.outputs = outputs
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"kernel_nb_offline.html.j2": _OFFLINE_TEMPLATE})],
+        template_file="kernel_nb_offline.html.j2",
+    )
+    html, _ = exporter.from_notebook_node(static, resources={"metadata": {"name": title}})
+    return html
+
+
+def run_notebook(path: Path, out_dir: Path) -> str:
+    """Execute one notebook; write it (with outputs) and its HTML to `out_dir`; return the summaries.
+
+    Raises:
+        nbclient.exceptions.CellExecutionError: a cell not tagged ``raises-exception`` failed (the
+            kernel's stderr is in the message).
+    """
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(_SUMMARY_CELL))
-    client = NotebookClient(
-        nb,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-        store_widget_state=True,
-    )
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="kernel_nb-demo-") as tmp:
+        # A kernelspec of this interpreter: a machine-wide "python3" may be another Python.
+        spec = Path(tmp) / "kernels" / "kernel-nb-demo"
+        spec.mkdir(parents=True)
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(
+            json.dumps({"argv": argv, "display_name": "kernel_nb demo", "language": "python"})
+        )
+        km = AsyncKernelManager(
+            kernel_name="kernel-nb-demo",
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
+        )
+        client = NotebookClient(
+            nb,
+            km=km,
+            timeout=600,
+            resources={"metadata": {"path": str(path.parent)}},
+            store_widget_state=True,
+        )
+        # This checkout's kernel_nb, installed or not; the kernel's own chatter goes to a log.
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        log_path = Path(tmp) / "kernel.log"
+        with log_path.open("w") as log:
+            try:
+                client.execute(cleanup_kc=True, env=env, stderr=log)
+            except CellExecutionError as error:
+                log.flush()
+                raise CellExecutionError(
+                    f"{error}\nkernel log:\n{log_path.read_text()[-3000:]}", error.ename, error.evalue
+                ) from None
     summary_cell = nb.cells.pop()
     summary = "".join(o.get("text", "") for o in summary_cell.get("outputs", []) if o.get("name") == "stdout")
     out_dir.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out_dir / path.name)
-    html, _ = HTMLExporter().from_notebook_node(nb)
+    html = offline_html(nb, path.stem)
     (out_dir / path.with_suffix(".html").name).write_text(html, encoding="utf-8")
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "notebooks", nargs="*", help="notebooks to run (default: quickstart and find-the-bug)"
     )
@@ -63,18 +151,34 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default=str(ROOT / "demo-output"), help="where executed notebooks and HTML go"
     )
     args = parser.parse_args(argv)
+    from nbclient.exceptions import CellExecutionError
+
     names = args.notebooks or DEFAULT_NOTEBOOKS
     paths = [Path(n) if Path(n).exists() else ROOT / "notebooks" / n for n in names]
     present = [p for p in paths if p.exists()]
     for missing in sorted(set(paths) - set(present)):
         print(f"skipping {missing.name}: not in notebooks/")
     out_dir = Path(args.out)
+    findings: list[str] = []
+    failed: list[str] = []
     for path in present:
         print(f"running {path.name} ...", flush=True)
-        summary = run_notebook(path, out_dir)
+        try:
+            summary = run_notebook(path, out_dir)
+        except CellExecutionError as error:
+            print(f"{path.name} failed:\n{error}\n", flush=True)
+            failed.append(path.name)
+            continue
         print(summary.rstrip() or "(no traces)")
-        print(f"wrote {out_dir / path.name} and {out_dir / path.with_suffix('.html').name}\n")
-    return 0 if present else 1
+        print(f"wrote {out_dir / path.name} and {out_dir / path.with_suffix('.html').name}\n", flush=True)
+        findings += [
+            f"{path.stem}: {line.strip()}" for line in summary.splitlines() if line.startswith(FINDING_MARK)
+        ]
+    print(f"Findings and launch errors ({len(findings)}):")
+    print("\n".join(f"  {line}" for line in findings) or "  none")
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 0 if present and not failed else 1
 
 
 if __name__ == "__main__":

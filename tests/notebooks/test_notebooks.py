@@ -1,0 +1,83 @@
+"""Every notebook in notebooks/ runs from top to bottom in a real kernel, and tells its story."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import nbformat
+import pytest
+from notebook_support import NOTEBOOKS, errors_of, text_of
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def expects_error(cell: nbformat.NotebookNode) -> bool:
+    return "raises-exception" in cell.metadata.get("tags", [])
+
+
+def run(run_notebook, name: str) -> list[nbformat.NotebookNode]:
+    return [cell for cell in run_notebook(name).cells if cell.cell_type == "code"]
+
+
+def test_every_notebook_is_tested():
+    assert [p.name for p in PATHS] == [
+        "01-quickstart.ipynb",
+        "02-find-the-bug.ipynb",
+        "03-matmul-tiles.ipynb",
+        "04-flash-attention.ipynb",
+        "05-gpu-compare.ipynb",
+    ]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+def test_notebook_runs_without_errors(run_notebook, path):
+    nb = nbformat.read(path, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert all(not cell.outputs and cell.execution_count is None for cell in code)  # committed cleared
+
+    executed = run(run_notebook, path.name)
+
+    for number, cell in enumerate(executed):
+        errors = errors_of(cell)
+        if expects_error(cell):
+            assert errors, f"code cell {number} is tagged raises-exception but did not fail:\n{cell.source}"
+        else:
+            assert not errors, f"code cell {number} failed:\n{cell.source}\n" + "\n".join(errors[0].traceback)
+        first = cell.source.splitlines()[0]
+        if first.startswith("%%tkernel interpret") and "--quiet" not in first and not errors:
+            assert any(WIDGET in output.get("data", {}) for output in cell.outputs), cell.source
+
+
+def test_find_the_bug_shows_the_error_the_wrong_max_and_the_fix(run_notebook):
+    cells = run(run_notebook, "02-find-the-bug.ipynb")
+
+    [failing] = [cell for cell in cells if expects_error(cell)]
+    [error] = errors_of(failing)
+    assert error.ename == "KernelMemoryError"
+    assert error.evalue.startswith("softmax_kernel:6 pid=(5,0,0): tl.load of x_ptr reads elements [600, 628)")
+    text = "".join(text_of(cell) for cell in cells)
+    assert "elements of out written: 0" in text
+    assert "elements read by two programs, per row: [ 0 28 28 28 28  0]" in text
+    assert "reads per element of x: [1]" in text
+
+
+def test_flash_attention_finds_the_first_nan(run_notebook):
+    cells = run(run_notebook, "04-flash-attention.ipynb")
+
+    kernel = next(cell.source for cell in cells if cell.source.startswith("@triton.jit"))
+    line = 1 + next(i for i, text in enumerate(kernel.splitlines()) if text.strip().startswith("p = "))
+    text = "".join(text_of(cell) for cell in cells)
+    assert "NaN rows (head, token): [[0, 0], [1, 0]]" in text
+    assert f"first NaN: p = ... at line {line}, loop iteration (0,), 16 of 256 elements" in text
+    assert "records with a NaN: 0" in text
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("cupy") is not None, reason="CuPy is installed: the comparison runs"
+)
+def test_gpu_compare_says_why_it_skips(run_notebook):
+    cells = run(run_notebook, "05-gpu-compare.ipynb")
+
+    assert text_of(cells[1]).startswith("skipped: CuPy is not installed")
+    assert text_of(cells[-1]).startswith("skipped: CuPy is not installed")
