@@ -327,7 +327,7 @@ class BatchGuard(MemoryGuard):
         flat_active = active.reshape(batch, -1)
         counts = flat_active.sum(axis=1)
         firsts = flat_addresses[np.arange(batch), flat_active.argmax(axis=1)]
-        args = [self.buffer_at(int(a)) if c else None for a, c in zip(firsts, counts)]
+        args = self._first_lane_arguments(firsts, counts)
         # one copy of the batch's arrays; each program's event holds its row
         mask_rows = np.array(active, copy=True)
         value_rows = None if values is None else np.array(np.broadcast_to(values, addresses.shape), copy=True)
@@ -365,6 +365,18 @@ class BatchGuard(MemoryGuard):
             event.values = None if value_rows is None else value_rows[r]
             event.before = None if before_rows is None else before_rows[r]
             program.events.append(event)
+
+    def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:
+        """Per program, the argument its first active lane points into (None: no active lane)."""
+        live = counts > 0
+        if not live.any():
+            return [None] * len(counts)
+        common = self.buffer_at(int(firsts[live][0]))
+        if common is not None:
+            inside = (firsts >= np.uint64(common.lo)) & (firsts < np.uint64(common.hi))
+            if inside[live].all():
+                return [common if c else None for c in live]
+        return [self.buffer_at(int(a)) if c else None for a, c in zip(firsts, live)]
 
     def before_read(self, addresses: np.ndarray, active: np.ndarray, atomic: bool = False) -> None:
         for arg, offsets, rows in self._per_argument(addresses, active):
@@ -445,6 +457,11 @@ class BatchGuard(MemoryGuard):
         if live.size == 0:
             return
         starts = np.array([b.lo for b in self.buffers], dtype=np.uint64)
+        edges = np.searchsorted(starts, np.array([live.min(), live.max()]), side="right") - 1
+        if edges[0] == edges[1]:  # every lane in one argument's range: no per-lane lookup
+            arg = self.buffers[int(edges[0])]
+            yield arg, (live.astype(np.int64) - arg.ptr) // arg.itemsize, live_rows
+            return
         owner = np.searchsorted(starts, live, side="right") - 1
         for i in np.unique(owner):
             arg = self.buffers[int(i)]
@@ -483,8 +500,11 @@ class BatchGuard(MemoryGuard):
                     continue
                 programs = np.concatenate([p for p, _ in picked]).astype(np.int64)
                 index = np.concatenate([i for _, i in picked]).astype(np.int64)
-                keys = np.sort(programs * bmap.size + index)
-                keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # distinct (program, element)
+                keys = programs * bmap.size + index
+                # one access of ascending elements per program (the common case) is distinct already
+                if len(picked) > 1 or keys.size > 1 and not (np.diff(keys) > 0).all():
+                    keys = np.sort(keys)
+                    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # distinct (program, element)
                 elements = keys % bmap.size
                 counts = np.bincount(elements, minlength=bmap.size).astype(np.int32)
                 if reads:

@@ -84,6 +84,12 @@ class MemoryGuard:
     def _in_bounds(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
         if self._allowed_lo.size == 0:
             return np.zeros(addresses.shape, dtype=bool)
+        if addresses.size:
+            # the common case, every lane inside one allowed range, costs two reductions
+            lo, hi = addresses.min(), addresses.max()
+            j = int(np.searchsorted(self._allowed_lo, lo, side="right")) - 1
+            if j >= 0 and hi + np.uint64(itemsize) <= self._allowed_hi[j]:
+                return np.ones(addresses.shape, dtype=bool)
         i = np.searchsorted(self._allowed_lo, addresses, side="right") - 1
         safe = np.clip(i, 0, None)
         return (i >= 0) & (addresses + np.uint64(itemsize) <= self._allowed_hi[safe])
