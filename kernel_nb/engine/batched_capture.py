@@ -1,0 +1,165 @@
+"""Recording for the batched strategy: each value's rows are its programs' values, split into the
+per-program records the serial strategy makes (see batched.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from kernel_nb import numerics
+from kernel_nb.checks import describe
+from kernel_nb.engine import triton_compat
+from kernel_nb.engine.capture import Recorder
+from kernel_nb.trace import Pid, ProgramTrace, Record, Summary, summary_rows
+
+
+class BatchRecorder(Recorder):
+    """Records a batch: each value's rows are its programs' values."""
+
+    def begin_batch(self, pids: list[Pid]) -> None:
+        self.batch = pids
+        self.programs = [ProgramTrace(pid, kept=True) for pid in pids]
+        self.program = self.programs[0]
+        self.keep = True
+        self.seq = 0
+        self.frames = [type(self.frames[0])("")]
+
+    def _rows_of(self, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        b = data.shape[0]
+        full = data.reshape((b, *shape)) if data.size == b * int(np.prod(shape)) else data
+        return np.broadcast_to(full, (len(self.batch), *full.shape[1:])) if b != len(self.batch) else full
+
+    def record(self, stmt: int, value: Any) -> None:
+        extracted = self._extract_batch(value)
+        if extracted is None:
+            return
+        rows, dtype, shape, pointer_args = extracted
+        seq = self.next_seq()
+        call_path, iteration = self.call_path, self.iteration
+        flat = rows.reshape(len(self.batch), -1)
+        summaries = summary_rows(np.ascontiguousarray(flat))
+        kept = np.array(rows, copy=True)
+        for r, program in enumerate(self.programs):
+            program.records.append(
+                Record(stmt, seq, call_path, iteration, dtype, shape, summaries[r], kept[r], pointer_args[r])
+            )
+        if self.observations is not None:
+            self._batch_nonfinite(stmt, kept, summaries)
+
+    def _extract_batch(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], list[str | None]] | None:
+        batch = len(self.batch)
+        if triton_compat.is_tensor(value):
+            data = triton_compat.tensor_data(value)
+            if not isinstance(data, np.ndarray):
+                return None
+            shape = triton_compat.tensor_shape(value)
+            rows = self._rows_of(data, shape)
+            type_name = triton_compat.tensor_type_name(value)
+            if triton_compat.is_pointer_tensor(value):
+                offsets, args = self.guard.row_offsets(rows)  # type: ignore[union-attr]  # a BatchGuard
+                return offsets, type_name, shape, args
+            if numerics.is_bits_float(type_name):
+                rows = numerics.decode(rows, type_name)
+            return rows, type_name, shape, [None] * batch
+        single = self._extract(value)
+        if single is None:
+            return None
+        data, dtype, shape, arg = single
+        return np.broadcast_to(data, (batch, *data.shape)), dtype, shape, [arg] * batch
+
+    def _batch_nonfinite(self, stmt: int, rows: np.ndarray, summaries: list[Summary]) -> None:
+        info = self.statement_info[stmt]
+        frame = self.frames[-1]
+        has_nan = np.array([s.nan > 0 for s in summaries])
+        has_inf = np.array([s.inf > 0 for s in summaries])
+        if (has_nan.any() or has_inf.any()) and info.kind in ("assign", "augassign"):
+            batch = len(self.batch)
+            none = np.zeros(batch, bool)
+            seen = [frame.nonfinite.get(name, (none, none)) for name in info.operands]
+            operand_nan = np.logical_or.reduce([np.broadcast_to(n, batch) for n, _ in seen] + [none])
+            operand_inf = np.logical_or.reduce([np.broadcast_to(i, batch) for _, i in seen] + [none])
+            statement = self.statements[stmt]
+            assert self.observations is not None
+            for r in np.flatnonzero(has_nan | has_inf):
+                pid = self.batch[r]
+                row = np.asarray(rows[r], dtype=np.float64).reshape(-1)
+                if has_nan[r] and not operand_nan[r] and not self.observations.seen("nan_origin", pid):
+                    lanes = np.flatnonzero(np.isnan(row))
+                    source = (
+                        "loads NaN from memory"
+                        if info.loads
+                        else "becomes NaN here, from operands that hold no NaN"
+                        + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf[r] else "")
+                    )
+                    self.observations.add(
+                        "nan_origin",
+                        "warning" if info.loads else "error",
+                        pid,
+                        statement.file,
+                        statement.line,
+                        elements=lanes,
+                        detail=f"{info.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
+                        order=self.order_of(pid),
+                    )
+                elif (
+                    not has_nan[r]
+                    and has_inf[r]
+                    and not (operand_nan[r] or operand_inf[r] or info.makes_inf)
+                    and not self.observations.seen("inf_origin", pid)
+                ):
+                    lanes = np.flatnonzero(np.isinf(row))
+                    source = (
+                        "loads Inf from memory"
+                        if info.loads
+                        else "overflows to Inf here, from finite operands"
+                    )
+                    self.observations.add(
+                        "inf_origin",
+                        "warning",
+                        pid,
+                        statement.file,
+                        statement.line,
+                        elements=lanes,
+                        detail=f"{info.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
+                        order=self.order_of(pid),
+                    )
+        frame.nonfinite[info.name] = (has_nan, has_inf)
+
+    def lane_rows(
+        self, bad: np.ndarray
+    ) -> Iterator[tuple[Pid, int, np.ndarray, Callable[[Any], np.ndarray]]]:
+        bad = np.asarray(bad)
+        batch = len(self.batch)
+        full = np.broadcast_to(bad, (batch, *bad.shape[1:])) if bad.shape[0] != batch else bad
+        for r in np.flatnonzero(full.reshape(batch, -1).any(axis=1)):
+            lanes = np.flatnonzero(full[r].reshape(-1))
+
+            def row_of(a: Any, r: int = int(r)) -> np.ndarray:
+                a = np.asarray(a)
+                return (a[r] if a.shape[0] == batch else a[0]).reshape(-1)
+
+            pid = self.batch[r]
+            yield pid, self.order_of(pid), lanes, row_of
+
+    def trim(self) -> None:
+        """Apply the capture budget in program order, as the serial strategy does as it goes."""
+        for program in self.programs:
+            if (
+                self.capture
+                and (self.selected is None or program.pid in self.selected)
+                and self.kept_bytes < self.budget
+            ):
+                self.kept_bytes += sum(r.value.nbytes for r in program.records if r.value is not None) + sum(
+                    a.nbytes
+                    for e in program.events
+                    for a in (e.indices, e.mask, e.values, e.before)
+                    if a is not None
+                )
+                continue
+            program.kept = False
+            for record in program.records:
+                record.value = None
+            for event in program.events:
+                event.indices = event.mask = event.values = event.before = None
