@@ -20,9 +20,15 @@ class BatchRecorder(Recorder):
 
     def begin_batch(self, pids: list[Pid]) -> None:
         self.batch = pids
-        self.programs = [ProgramTrace(pid, kept=True) for pid in pids]
+        # values are copied only for programs that can still be kept: the budget is not spent yet
+        # and they are selected; `trim` then applies the serial strategy's exact rule
+        open_budget = self.capture and self.kept_bytes < self.budget
+        self.keep_rows = np.array(
+            [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
+        )
+        self.programs = [ProgramTrace(pid, kept=bool(k)) for pid, k in zip(pids, self.keep_rows)]
         self.program = self.programs[0]
-        self.keep = True
+        self.keep = bool(self.keep_rows.any())
         self.seq = 0
         self.frames = [type(self.frames[0])("")]
 
@@ -40,13 +46,18 @@ class BatchRecorder(Recorder):
         call_path, iteration = self.call_path, self.iteration
         flat = rows.reshape(len(self.batch), -1)
         summaries = summary_rows(np.ascontiguousarray(flat))
-        kept = np.array(rows, copy=True)
+        if self.keep_rows.all():
+            kept: list[np.ndarray | None] = list(np.array(rows, copy=True))
+        elif self.keep_rows.any():
+            kept = [np.array(row, copy=True) if k else None for row, k in zip(rows, self.keep_rows)]
+        else:
+            kept = [None] * len(self.batch)
         for r, program in enumerate(self.programs):
             program.records.append(
                 Record(stmt, seq, call_path, iteration, dtype, shape, summaries[r], kept[r], pointer_args[r])
             )
         if self.observations is not None:
-            self._batch_nonfinite(stmt, kept, summaries)
+            self._batch_nonfinite(stmt, rows, summaries)
 
     def _extract_batch(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], list[str | None]] | None:
         batch = len(self.batch)
@@ -146,11 +157,7 @@ class BatchRecorder(Recorder):
     def trim(self) -> None:
         """Apply the capture budget in program order, as the serial strategy does as it goes."""
         for program in self.programs:
-            if (
-                self.capture
-                and (self.selected is None or program.pid in self.selected)
-                and self.kept_bytes < self.budget
-            ):
+            if program.kept and self.kept_bytes < self.budget:
                 self.kept_bytes += sum(r.value.nbytes for r in program.records if r.value is not None) + sum(
                     a.nbytes
                     for e in program.events

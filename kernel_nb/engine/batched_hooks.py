@@ -133,10 +133,15 @@ class BatchGuard(MemoryGuard):
         counts = flat_active.sum(axis=1)
         firsts = flat_addresses[np.arange(batch), flat_active.argmax(axis=1)]
         args = self._first_lane_arguments(firsts, counts)
-        # one copy of the batch's arrays; each program's event holds its row
-        mask_rows = np.array(active, copy=True)
-        value_rows = None if values is None else np.array(np.broadcast_to(values, addresses.shape), copy=True)
-        before_rows = None if before is None else np.array(before, copy=True)
+        # one copy of the batch's arrays, when a program of it can be kept; each event holds its row
+        keep = recorder.keep
+        mask_rows = np.array(active, copy=True) if keep else None
+        value_rows = (
+            None
+            if values is None or not keep
+            else np.array(np.broadcast_to(values, addresses.shape), copy=True)
+        )
+        before_rows = None if before is None or not keep else np.array(before, copy=True)
         shared = args[0] if all(a is args[0] for a in args) else None
         if shared is not None:
             offsets = (addresses.astype(np.int64) - shared.ptr) // shared.itemsize
@@ -165,10 +170,12 @@ class BatchGuard(MemoryGuard):
                         self.pairs.append(
                             (arg.name, np.full(index.size, self._linear[r]), index, reads, writes)
                         )
-                event.indices = row_offsets
-            event.mask = mask_rows[r]
-            event.values = None if value_rows is None else value_rows[r]
-            event.before = None if before_rows is None else before_rows[r]
+                if program.kept:
+                    event.indices = row_offsets
+            if program.kept and mask_rows is not None:
+                event.mask = mask_rows[r]
+                event.values = None if value_rows is None else value_rows[r]
+                event.before = None if before_rows is None else before_rows[r]
             program.events.append(event)
 
     def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:
