@@ -10,7 +10,7 @@
  * @typedef {{kind: string, severity: string, message: string, pid: number[]|null, file: string|null, line: number|null, arg: string|null, elements: number}} FindingMeta
  * @typedef {{index: number, kernel: string, grid: number[], num_programs: number, status: string, error: string|null,
  *   statements: Statement[], sources: Source[], args: {name: string, kind: string, dtype: string, shape: number[]}[],
- *   buffers: BufferMeta[], findings: FindingMeta[], findings_total: number}} LaunchMeta
+ *   buffers: BufferMeta[], findings: FindingMeta[], findings_total: number, comparison?: ComparisonMeta|null, artifacts?: ArtifactsMeta|null, divergence?: DivergenceMeta|null}} LaunchMeta
  * @typedef {{index: number, stmt: number, seq: number, iteration: number[], call_path: string[], dtype: string, shape: number[], summary: Summary, pointer_arg: string|null}} RecordEntry
  * @typedef {{index: number, kind: string, seq: number, file: string, line: number, arg: string|null, active: number, lanes: number, lo: number, hi: number}} EventEntry
  * @typedef {{type: "program", id: number, launch: number, pid: number[], kept: boolean, records: RecordEntry[], events: EventEntry[], stdout: string, truncated: number}} ProgramReply
@@ -18,6 +18,19 @@
  *   format: "f4"|"f8", has_mask: boolean, summary: Summary, hist: {counts: number[], lo: number|null, hi: number|null}, note: string}} ValueReply
  * @typedef {{type: "footprint"|"buffer", id: number, arg: string, shape: number[], size: number, grid: number[], view_shape: number[], step: number[],
  *   legend: string[], counts: number[], oob: number[][], note: string}} MapReply
+ * @typedef {{pid: number[]|null, count: number}} WriterMeta
+ * @typedef {{arg: string, dtype: string, shape: number[], size: number, ok: boolean, line: string, mismatches: number,
+ *   max_abs: number|null, max_rel: number|null, max_abs_at: number[]|null, max_ulp: number, ulp_hist: number[],
+ *   nan_mismatches: number, inf_mismatches: number, rtol: number, atol: number, policy: string, written_by: string, writers: WriterMeta[]}} BufferComparisonMeta
+ * @typedef {{verdict: string, ok: boolean, device: string, kept: string, tf32: boolean, ulp_labels: string[], buffers: BufferComparisonMeta[]}} ComparisonMeta
+ * @typedef {{seq: number, stmt: number, line: number, name: string, function: string, call_path: string[], iteration: number[], dtype: string, shape: number[],
+ *   status: string, reason: string, size: number, mismatches: number, max_abs: number|null, lanes: number[], cpu: string[], gpu: string[]}} StatementDiffMeta
+ * @typedef {{pid: number[], counts: Object<string, number>, extra: number, overflow: boolean, rows_total: number, rows: StatementDiffMeta[]}} ProgramDivergenceMeta
+ * @typedef {{report: string, error: string|null, device: string, tf32: boolean, first: {pid: number[], seq: number}|null, programs: ProgramDivergenceMeta[], notes: string[]}} DivergenceMeta
+ * @typedef {{target: string, stages: string[], sizes: number[], missing: Record<string, string>, metadata: Record<string, any>, compiled_for_launch: boolean}} ArtifactsMeta
+ * @typedef {{type: "compare", id: number, arg: string, dtype: string, shape: number[], size: number, grid: number[], view_shape: number[], step: number[],
+ *   lo: number, hi: number, diff_max: number|null, mismatches: number, note: string}} CompareReply
+ * @typedef {{type: "artifact", id: number, stage: string, target: string, text: string, truncated: number}} ArtifactReply
  * @typedef {{type: "error", id: number, message: string}} ErrorReply
  * @typedef {{get(name: string): any, set(name: string, value: any): void, save_changes(): void,
  *   on(name: string, cb: Function): void, off(name: string, cb?: Function): void, send(content: any, callbacks?: any, buffers?: any[]): void}} Model
@@ -39,6 +52,10 @@ const MAX_WIDTH = 640;
 const MAX_HEIGHT = 420;
 // Two access maps (this program, all programs) sit side by side.
 const MAP_WIDTH = 400;
+// Three comparison maps (CPU, GPU, |diff|) sit side by side.
+const COMPARE_WIDTH = 300;
+/** Mismatch codes of a CompareReply (kernel_nb/view/compare.py). */
+const PADDING = 0, OUTSIDE = 2;
 
 const LUT = (() => {
   const stops = VIRIDIS.map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
@@ -302,10 +319,8 @@ class Viewer {
     this.memoryPane = h("div", { class: "knb-memory" });
     this.root.append(h("section", {}, [h("h4", { text: "Memory" }), this.memoryPane]));
     this.root.append(this.buildFindings(launch));
-    this.root.append(h("section", { class: "knb-compare", "data-role": "comparison" }, [
-      h("h4", { text: "CPU / GPU comparison" }),
-      h("p", { class: "knb-dim", text: "Not run for this trace: %%tkernel compare fills this area." }),
-    ]));
+    this.root.append(this.buildComparison(launch));
+    if (launch.artifacts) this.root.append(this.buildArtifacts(launch, launch.artifacts));
     this.builtFor = launch.index;
   }
 
@@ -420,6 +435,195 @@ class Viewer {
     return h("section", { class: "knb-findings" }, [
       h("h4", { text: `Findings (${launch.findings_total})` }),
       items.length ? h("ul", {}, [...items, ...more]) : h("p", { class: "knb-dim", text: "No findings." }),
+    ]);
+  }
+
+  /** Verdict, one row per compared buffer, and CPU / GPU / |diff| maps of the chosen one. @param {LaunchMeta} launch */
+  buildComparison(launch) {
+    const section = h("section", { class: "knb-compare", "data-role": "comparison" }, [h("h4", { text: "CPU / GPU comparison" })]);
+    const c = launch.comparison;
+    if (!c) {
+      section.append(h("p", { class: "knb-dim", text: "Not run for this trace: %%tkernel compare fills this area." }));
+      return section;
+    }
+    const kept = `the cell went on with the ${c.kept.toUpperCase()} results`;
+    section.append(
+      h("p", { class: `knb-verdict ${c.ok ? "knb-ok" : "knb-bad"}`, "data-role": "verdict", text: c.verdict }),
+      h("div", { class: "knb-dim", text: `${c.device} · ${kept}${c.tf32 ? " · fp32 dots run in tf32 on the GPU" : ""}` }),
+    );
+    if (launch.divergence) section.append(this.buildDivergence(launch.divergence));
+    if (!c.buffers.length) return section;
+    const maps = h("div", { class: "knb-compare-detail" });
+    /** @type {Map<string, HTMLElement>} */
+    const rows = new Map();
+    const choose = (/** @type {BufferComparisonMeta} */ b) => {
+      rows.forEach((row, arg) => row.classList.toggle("knb-chosen", arg === b.arg));
+      this.loadComparison(maps, launch, b, c.ulp_labels);
+    };
+    const writers = (/** @type {BufferComparisonMeta} */ b) => b.writers.length ? b.writers.slice(0, 4).map((w) => w.pid
+      ? h("a", { href: "#", class: "knb-writer", onclick: (/** @type {Event} */ e) => { e.preventDefault(); e.stopPropagation(); this.commit({ pid: w.pid }); },
+        text: `(${w.pid.join(", ")}) ×${w.count} ` })
+      : h("span", { class: "knb-dim", text: `no CPU writer ×${w.count} ` })) : "—";
+    const body = c.buffers.map((b) => {
+      const row = h("tr", { class: b.ok ? "" : "knb-bad", "data-arg": b.arg, title: b.line, onclick: () => choose(b) }, [
+        h("td", { text: b.arg }), h("td", { text: b.dtype }),
+        h("td", { class: "knb-num", text: `${b.mismatches} / ${b.size}` }),
+        h("td", { class: "knb-num", text: fmt(b.max_abs) }), h("td", { class: "knb-num", text: fmt(b.max_rel) }),
+        h("td", { class: "knb-num", text: String(b.max_ulp) }),
+        h("td", { class: "knb-num", text: `${b.nan_mismatches} / ${b.inf_mismatches}` }),
+        h("td", { text: `${b.policy}: rtol ${fmt(b.rtol)}, atol ${fmt(b.atol)}` }),
+        h("td", {}, [writers(b)].flat()),
+      ]);
+      rows.set(b.arg, row);
+      return row;
+    });
+    const head = ["buffer", "dtype", "out of tolerance", "max |diff|", "max rel", "max ulp", "NaN / Inf mismatches", "tolerance", "written by (CPU)"];
+    section.append(h("table", { class: "knb-events knb-compare-table" }, [h("tr", {}, head.map((t) => h("th", { text: t }))), ...body]), maps);
+    choose(c.buffers.find((b) => !b.ok) || c.buffers[0]);
+    return section;
+  }
+
+  /**
+   * The probed GPU run: the first divergence, then CPU / GPU / diff for every statement of a chosen program.
+   * A row takes the main view to that statement, program and loop iteration.
+   * @param {DivergenceMeta} d
+   */
+  buildDivergence(d) {
+    const box = h("div", { class: "knb-divergence", "data-role": "divergence" }, [h("h5", { text: "Statement by statement (a probed GPU run)" })]);
+    const [headline, ...rest] = d.report.split("\n");
+    box.append(h("p", { class: `knb-verdict ${d.error || d.first ? "knb-bad" : "knb-ok"}`, "data-role": "divergence-verdict", text: headline }));
+    if (rest.length) box.append(h("pre", { class: "knb-dim knb-divergence-summary", text: rest.join("\n") }));
+    if (d.error || !d.programs.length) return box;
+    const table = h("div", { class: "knb-divergence-rows" });
+    const show = (/** @type {ProgramDivergenceMeta} */ program) => {
+      const head = ["seq", "line", "variable", "iteration", "status", "differ", "max |diff|", "CPU", "GPU", "why"];
+      const rows = program.rows.map((r) => {
+        const first = d.first !== null && d.first.seq === r.seq && d.first.pid.join() === program.pid.join();
+        const where = r.call_path.length ? `${r.name} (${r.function} ← ${r.call_path.join(" ← ")})` : r.name;
+        const lanes = (/** @type {string[]} */ values) => values.map((v, i) => `[${r.lanes[i]}] ${v}`).join(" ");
+        return h("tr", {
+          class: `knb-status-${r.status}${first ? " knb-first" : ""}`, "data-seq": r.seq, "data-status": r.status, title: r.reason,
+          onclick: () => this.commit({ pid: program.pid, stmt: r.stmt, iteration: r.iteration }),
+        }, [
+          h("td", { class: "knb-num", text: String(r.seq) }), h("td", { class: "knb-num", text: String(r.line) }),
+          h("td", { text: where }), h("td", { text: r.iteration.length ? `(${r.iteration.join(", ")})` : "" }),
+          h("td", { text: first ? `${r.status} ◀ first` : r.status }),
+          h("td", { class: "knb-num", text: `${r.mismatches} / ${r.size}` }), h("td", { class: "knb-num", text: fmt(r.max_abs) }),
+          h("td", { class: "knb-num", text: lanes(r.cpu) }), h("td", { class: "knb-num", text: lanes(r.gpu) }),
+          h("td", { class: "knb-dim", text: r.reason }),
+        ]);
+      });
+      const more = program.rows_total > program.rows.length ? [h("p", { class: "knb-dim", text: `${program.rows.length} of ${program.rows_total} statements shown: the first ones and those that differ` })] : [];
+      table.replaceChildren(h("table", { class: "knb-events knb-divergence-table" }, [h("tr", {}, head.map((t) => h("th", { text: t }))), ...rows]), ...more);
+      const chosen = table.querySelector(".knb-first");
+      if (chosen) chosen.scrollIntoView?.({ block: "nearest" });
+    };
+    if (d.programs.length > 1) {
+      const picker = h("select", { "aria-label": "probed program", "data-role": "divergence-pid", onchange: () => show(d.programs[Number(/** @type {HTMLSelectElement} */ (picker).value)]) },
+        d.programs.map((p, i) => h("option", { value: i, text: `pid (${p.pid.join(", ")})` })));
+      box.append(picker);
+    }
+    box.append(table);
+    const start = d.first ? d.programs.findIndex((p) => p.pid.join() === d.first?.pid.join()) : 0;
+    show(d.programs[Math.max(0, start)]);
+    return box;
+  }
+
+  /**
+   * Fetch and draw one buffer's CPU, GPU and |diff| maps and its ULP histogram.
+   * @param {HTMLElement} host @param {LaunchMeta} launch @param {BufferComparisonMeta} b @param {string[]} labels
+   */
+  async loadComparison(host, launch, b, labels) {
+    host.dataset.state = "loading";
+    const got = await this.request("compare", { type: "compare", launch: launch.index, arg: b.arg });
+    if (!got) return;
+    const [reply, buffers] = got;
+    if (reply.type === "error") {
+      host.replaceChildren(h("span", { class: "knb-error", text: reply.message }));
+      host.dataset.state = "error";
+      return;
+    }
+    const r = /** @type {CompareReply} */ (reply);
+    const [rows, cols] = r.view_shape;
+    const [cpu, gpu, diff] = buffers.slice(0, 3).map((x) => new Float32Array(x));
+    const codes = new Uint8Array(buffers[3]);
+    const present = codes.map((k) => (k === PADDING ? 0 : 1));
+    const outside = codes.map((k) => (k === OUTSIDE ? 1 : 0));
+    const readout = h("div", { class: "knb-readout knb-dim", text: "hover a cell" });
+    const [sr, sc] = r.step;
+    const panel = (/** @type {string} */ name, /** @type {Float32Array} */ data, /** @type {Uint8Array} */ mask, /** @type {number} */ lo, /** @type {number} */ hi) => {
+      const canvas = /** @type {HTMLCanvasElement} */ (h("canvas", { class: "knb-heat", "data-role": `compare-${name}` }));
+      sizeCanvas(canvas, rows, cols, COMPARE_WIDTH);
+      blit(canvas, heatImage(data, mask, rows, cols, lo, hi, canvas.width, canvas.height));
+      canvas.addEventListener("mousemove", (e) => {
+        const [y, x] = cellAt(e, canvas, rows, cols);
+        const i = y * cols + x;
+        const offset = y * sr * r.grid[1] + x * sc;
+        if (codes[i] === PADDING || offset >= r.size) return void (readout.textContent = " ");
+        const index = r.shape.length > 1 ? `[${unravel(offset, r.shape).join(", ")}]` : `[${offset}]`;
+        const block = sr * sc > 1 ? " (block)" : "";
+        readout.textContent = `${r.arg}${index}${block}: CPU ${fmt(cpu[i])}, GPU ${fmt(gpu[i])}, |diff| ${fmt(diff[i])}` +
+          (codes[i] === OUTSIDE ? " — out of tolerance" : " — within tolerance");
+      });
+      return h("div", { class: "knb-compare-map" }, [h("div", { class: "knb-dim", text: `${name} ${name === "|diff|" ? `0 … ${fmt(hi)}` : `${fmt(lo)} … ${fmt(hi)}`}` }), canvas]);
+    };
+    const hist = /** @type {HTMLCanvasElement} */ (h("canvas", { class: "knb-hist", "data-role": "ulp-hist", width: 240, height: 48 }));
+    const used = b.ulp_hist.reduce((last, n, i) => (n ? i : last), 0);
+    const counts = b.ulp_hist.slice(0, used + 1);
+    this.drawBars(hist, counts);
+    const histLabel = counts.map((n, i) => (n ? `${labels[i]}: ${n}` : "")).filter(Boolean).join(" · ");
+    host.replaceChildren(
+      h("div", { class: "knb-fn" }, [h("b", { text: r.arg }), h("span", { class: "knb-dim", text: ` · ${r.dtype} (${r.shape.join(", ")}) · ${r.mismatches} out of tolerance (grey in |diff|: within)` })]),
+      h("div", { class: "knb-maps" }, [panel("CPU", cpu, present, r.lo, r.hi), panel("GPU", gpu, present, r.lo, r.hi), panel("|diff|", diff, outside, 0, r.diff_max ?? 0)]),
+      readout,
+      h("div", { class: "knb-statrow" }, [hist, h("span", { class: "knb-dim", text: `ULP distance: ${histLabel || "none"}` })]),
+      r.note ? h("div", { class: "knb-note", text: r.note }) : "",
+    );
+    host.dataset.state = "ready";
+    host.dataset.arg = r.arg;
+  }
+
+  /** @param {HTMLCanvasElement} canvas @param {number[]} counts */
+  drawBars(canvas, counts) {
+    const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    const top = Math.max(1, ...counts);
+    const w = canvas.width / Math.max(1, counts.length);
+    counts.forEach((n, i) => {
+      const bh = n ? Math.max(1, (n / top) * (canvas.height - 2)) : 0;
+      ctx.fillStyle = i === 0 ? "rgb(56,178,107)" : `rgb(${LUT[Math.round((i / Math.max(1, counts.length - 1)) * 255)].join(",")})`;
+      ctx.fillRect(i * w, canvas.height - bh, Math.max(1, w - 1), bh);
+    });
+  }
+
+  /** The compiled kernel's IR, one stage at a time, fetched on click. @param {LaunchMeta} launch @param {ArtifactsMeta} a */
+  buildArtifacts(launch, a) {
+    const text = /** @type {HTMLPreElement} */ (h("pre", { class: "knb-ir", "data-role": "ir", text: "Pick a stage." }));
+    const facts = Object.entries(a.metadata).filter(([k]) => k !== "name").map(([k, v]) => `${k} ${v}`);
+    const how = a.compiled_for_launch ? "compiled for this launch" : "compiled for the target only (not run)";
+    /** @type {HTMLElement[]} */
+    const buttons = [];
+    const show = async (/** @type {string} */ stage, /** @type {HTMLElement} */ button) => {
+      buttons.forEach((x) => x.classList.toggle("knb-chosen", x === button));
+      text.dataset.state = "loading";
+      const got = await this.request("artifact", { type: "artifact", launch: launch.index, stage });
+      if (!got) return;
+      const [reply] = got;
+      text.textContent = reply.type === "error" ? reply.message : reply.text + (reply.truncated ? `\n… ${reply.truncated} more characters` : "");
+      text.dataset.state = reply.type === "error" ? "error" : "ready";
+      text.dataset.stage = stage;
+    };
+    a.stages.forEach((stage, i) => {
+      const button = h("button", { type: "button", class: "knb-stage", "data-stage": stage, title: `${a.sizes[i]} characters`, text: stage.toUpperCase() });
+      button.addEventListener("click", () => show(stage, button));
+      buttons.push(button);
+    });
+    const missing = Object.entries(a.missing).map(([stage, why]) => h("span", { class: "knb-dim", text: ` ${stage.toUpperCase()}: ${why}` }));
+    return h("section", { class: "knb-artifacts", "data-role": "artifacts" }, [
+      h("h4", { text: "Compiled kernel" }),
+      h("div", { class: "knb-dim", text: `${a.target} · ${how}${facts.length ? ` · ${facts.join(" · ")}` : ""}` }),
+      h("div", { class: "knb-stages" }, [...buttons, ...missing]),
+      text,
     ]);
   }
 

@@ -24,6 +24,7 @@ from IPython.display import display
 
 import kernel_nb
 from kernel_nb.errors import LaunchInterrupted
+from kernel_nb.gpu.session import GpuOptions, GpuSession
 from kernel_nb.options import Options, parse_pids
 from kernel_nb.trace import Trace
 
@@ -216,6 +217,61 @@ class TKernelMagics(Magics):
         help="with --break: stop only in this program, e.g. 1,0,0.",
     )
     @argument(
+        "--numerics",
+        choices=("gpu", "stock"),
+        help="gpu: compute what an NVIDIA GPU computes (tf32 dots, bf16/fp8 rounding, saturating casts; "
+        "the default); stock: Triton's interpreter as it is.",
+    )
+    @argument(
+        "--poison",
+        metavar="ARGS",
+        help="comma-separated array arguments to treat as uninitialised: filled with NaN (integers: their "
+        "maximum) before the launch; reads of elements nothing wrote are reported.",
+    )
+    @argument(
+        "--order",
+        choices=("serial", "reverse", "shuffle"),
+        help="the order programs run in; reverse or shuffle expose programs that depend on each other.",
+    )
+    @argument("--seed", type=int, metavar="N", help="with --order shuffle: the shuffle's seed.")
+    @argument(
+        "--no-detect",
+        dest="detect",
+        action="store_const",
+        const=False,
+        help="run no bug detectors (NaN origin, undefined operations, races, coverage, uninitialised reads).",
+    )
+    @argument(
+        "--serial",
+        dest="strategy",
+        action="store_const",
+        const="serial",
+        help="run programs one at a time (the reference), never batched.",
+    )
+    @argument("--device", type=int, metavar="N", help="gpu, compare: the CUDA device (default 0).")
+    @argument(
+        "--keep",
+        choices=("gpu", "cpu"),
+        help="compare: whose results the cell goes on with (default gpu).",
+    )
+    @argument("--rtol", type=float, metavar="X", help="compare: relative tolerance for every buffer.")
+    @argument(
+        "--atol",
+        type=float,
+        metavar="X",
+        help="compare: absolute tolerance for every buffer (replaces the scaled one).",
+    )
+    @argument(
+        "--ir",
+        action="store_true",
+        help="interpret: also compile each kernel for a CUDA target (no GPU needed) and show its IR.",
+    )
+    @argument(
+        "--target",
+        metavar="T",
+        help="with --ir: the target, e.g. cuda:80 (default: this GPU's, else cuda:90).",
+    )
+    @argument(
         "--quiet", action="store_const", const=True, help="display nothing (the trace is still bound to _tk)."
     )
     @argument("--name", metavar="NAME", help="also bind the trace to this variable.")
@@ -240,6 +296,9 @@ class TKernelMagics(Magics):
 
         ``%tkernel FLAGS`` makes FLAGS the defaults of later cells; ``%tkernel`` shows them and
         ``%tkernel --reset`` forgets them.
+
+        ``gpu``, ``compare`` and ``interpret --ir`` are `kernel_nb.gpu.run`, `kernel_nb.gpu.compare`
+        and `kernel_nb.gpu.interpret_with_ir`; `kernel_nb.magic_gpu` shows the plain Python.
         """
         __tracebackhide__ = True
         args = parse_argstring(self.tkernel, line)
@@ -256,14 +315,20 @@ class TKernelMagics(Magics):
         quiet = self.quiet if args.quiet is None else args.quiet
         if args.name is not None and not args.name.isidentifier():
             raise UsageError(f"--name takes a variable name, got {args.name!r}")
-        if mode == "interpret":
-            return self._interpret(cell, options, name=args.name, quiet=quiet)
-        return self._hand_over(mode, cell, options, name=args.name, quiet=quiet)
+        from kernel_nb import magic_gpu
 
-    def _interpret(self, cell: str, options: Options, *, name: str | None, quiet: bool) -> Any:
+        gpu = magic_gpu.gpu_options(mode, args)
+        if mode == "interpret":
+            return self._interpret(cell, options, name=args.name, quiet=quiet, ir=gpu if args.ir else None)
+        return magic_gpu.run_cell(self, mode, cell, options, args, quiet=quiet)
+
+    def _interpret(
+        self, cell: str, options: Options, *, name: str | None, quiet: bool, ir: GpuOptions | None = None
+    ) -> Any:
         __tracebackhide__ = True
         progress = None if quiet else Progress()
-        session = kernel_nb.interpret(dataclasses.replace(options, progress=progress))
+        options = dataclasses.replace(options, progress=progress)
+        session = kernel_nb.interpret(options) if ir is None else GpuSession(options, ir)
         try:
             with session:
                 value = self._run_cell(cell)
@@ -278,25 +343,6 @@ class TKernelMagics(Magics):
         if not quiet:
             display(_viewer(session.trace))
         return value
-
-    def _hand_over(self, mode: str, cell: str, options: Options, *, name: str | None, quiet: bool) -> Any:
-        __tracebackhide__ = True
-        try:
-            import kernel_nb.gpu as gpu
-        except ModuleNotFoundError as exc:
-            if exc.name != "kernel_nb.gpu":
-                raise
-            gpu = None
-        runner = getattr(gpu, "run_cell_on_gpu" if mode == "gpu" else "compare_cell", None)
-        if runner is None:
-            raise UsageError(
-                f"%%tkernel {mode}: the GPU runner is not available yet; use %%tkernel interpret to run on the CPU"
-            )
-        result = runner(lambda: self._run_cell(cell), options)
-        self._bind(result, name)
-        if not quiet:
-            display(result)
-        return None
 
     def _run_cell(self, cell: str) -> Any:
         """Execute the cell body in the user namespace; return the value of a trailing expression.
@@ -321,9 +367,21 @@ class TKernelMagics(Magics):
     def _options(self, args: argparse.Namespace) -> Options:
         changes: dict[str, Any] = {
             key: getattr(args, key)
-            for key in ("pids", "capture", "launch", "break_pid")
+            for key in (
+                "pids",
+                "capture",
+                "launch",
+                "break_pid",
+                "numerics",
+                "order",
+                "seed",
+                "detect",
+                "strategy",
+            )
             if getattr(args, key) is not None
         }
+        if args.poison is not None:
+            changes["poison"] = tuple(name.strip() for name in args.poison.split(",") if name.strip())
         if args.budget is not None:
             changes["budget_bytes"] = args.budget
         if args.breakpoints is not None:

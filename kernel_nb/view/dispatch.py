@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from kernel_nb.trace import Trace
 from kernel_nb.view import protocol as p
+from kernel_nb.view.compare import artifact_reply, compare_reply
 from kernel_nb.view.maps import buffer_reply, footprint_reply
 from kernel_nb.view.payloads import RequestError, program_reply, value_reply
 
@@ -24,6 +25,10 @@ def answer(trace: Trace, request: dict[str, Any]) -> tuple[p.Reply, list[bytes]]
             return footprint_reply(trace, cast(p.FootprintRequest, request))
         if kind == "buffer":
             return buffer_reply(trace, cast(p.BufferRequest, request))
+        if kind == "compare":
+            return compare_reply(trace, cast(p.CompareRequest, request))
+        if kind == "artifact":
+            return artifact_reply(trace, cast(p.ArtifactRequest, request)), []
         raise RequestError(f"unknown request type {kind!r}")
     except (RequestError, KeyError, IndexError, ValueError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)

@@ -71,7 +71,97 @@ class FindingMeta(TypedDict):
     elements: int
 
 
-class LaunchMeta(TypedDict):
+class WriterMeta(TypedDict):
+    pid: list[int] | None  # None: elements no interpreted program wrote
+    count: int
+
+
+class BufferComparisonMeta(TypedDict):
+    arg: str
+    dtype: str
+    shape: list[int]
+    size: int
+    ok: bool
+    line: str
+    mismatches: int
+    max_abs: float | None
+    max_rel: float | None
+    max_abs_at: list[int] | None
+    max_ulp: int
+    ulp_hist: list[int]
+    nan_mismatches: int
+    inf_mismatches: int
+    rtol: float
+    atol: float
+    policy: str
+    written_by: str
+    writers: list[WriterMeta]
+
+
+class ComparisonMeta(TypedDict):
+    verdict: str
+    ok: bool
+    device: str
+    kept: str
+    tf32: bool
+    ulp_labels: list[str]
+    buffers: list[BufferComparisonMeta]
+
+
+class ArtifactsMeta(TypedDict):
+    target: str
+    stages: list[str]
+    sizes: list[int]
+    missing: dict[str, str]
+    metadata: dict[str, object]
+    compiled_for_launch: bool
+
+
+class StatementDiffMeta(TypedDict):
+    seq: int
+    stmt: int
+    line: int
+    name: str
+    function: str
+    call_path: list[str]
+    iteration: list[int]
+    dtype: str
+    shape: list[int]
+    status: str  # match, precision, diverge, missing, skipped (kernel_nb.divergence)
+    reason: str
+    size: int
+    mismatches: int
+    max_abs: float | None
+    lanes: list[int]  # flat lanes shown: the first differing ones, else the first ones
+    cpu: list[str]
+    gpu: list[str]
+
+
+class ProgramDivergenceMeta(TypedDict):
+    pid: list[int]
+    counts: dict[str, int]
+    extra: int
+    overflow: bool
+    rows_total: int
+    rows: list[StatementDiffMeta]
+
+
+class FirstDivergenceMeta(TypedDict):
+    pid: list[int]
+    seq: int
+
+
+class DivergenceMeta(TypedDict):
+    report: str
+    error: str | None
+    device: str
+    tf32: bool
+    first: FirstDivergenceMeta | None
+    programs: list[ProgramDivergenceMeta]
+    notes: list[str]
+
+
+class _LaunchRequired(TypedDict):
     index: int
     kernel: str
     grid: list[int]
@@ -84,6 +174,12 @@ class LaunchMeta(TypedDict):
     buffers: list[BufferMeta]
     findings: list[FindingMeta]
     findings_total: int
+
+
+class LaunchMeta(_LaunchRequired, total=False):
+    comparison: ComparisonMeta | None  # added by kernel_nb.view.compare for compared launches
+    divergence: DivergenceMeta | None  # added with it: the statement-by-statement comparison
+    artifacts: ArtifactsMeta | None
 
 
 class ViewerMeta(TypedDict):
@@ -130,7 +226,21 @@ class BufferRequest(TypedDict):
     arg: str
 
 
-Request = ProgramRequest | ValueRequest | FootprintRequest | BufferRequest
+class CompareRequest(TypedDict):
+    type: Literal["compare"]
+    id: int
+    launch: int
+    arg: str
+
+
+class ArtifactRequest(TypedDict):
+    type: Literal["artifact"]
+    id: int
+    launch: int
+    stage: str
+
+
+Request = ProgramRequest | ValueRequest | FootprintRequest | BufferRequest | CompareRequest | ArtifactRequest
 
 
 # Replies (Python → browser).
@@ -215,10 +325,39 @@ class MapReply(TypedDict):
     note: str
 
 
+class CompareReply(TypedDict):
+    """Buffers: [cpu, gpu, |diff| (float32, row-major, `view_shape`), codes (uint8: 0 padding,
+    1 within tolerance, 2 out of tolerance)]. `lo`/`hi` span the finite values of both sides."""
+
+    type: Literal["compare"]
+    id: int
+    arg: str
+    dtype: str
+    shape: list[int]
+    size: int
+    grid: list[int]
+    view_shape: list[int]
+    step: list[int]
+    lo: float
+    hi: float
+    diff_max: float | None
+    mismatches: int
+    note: str
+
+
+class ArtifactReply(TypedDict):
+    type: Literal["artifact"]
+    id: int
+    stage: str
+    target: str
+    text: str
+    truncated: int  # characters left out
+
+
 class ErrorReply(TypedDict):
     type: Literal["error"]
     id: int
     message: str
 
 
-Reply = ProgramReply | ValueReply | MapReply | ErrorReply
+Reply = ProgramReply | ValueReply | MapReply | CompareReply | ArtifactReply | ErrorReply

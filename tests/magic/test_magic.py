@@ -182,6 +182,31 @@ def test_budget_and_no_capture_reach_the_launch(ip):
     assert all(not program.records for program in launch.programs.values())
 
 
+def test_numerics_poison_order_detect_and_strategy_flags_reach_the_options(ip, magics, monkeypatch):
+    seen = []
+    original = kernel_nb.interpret
+
+    def interpret(options=None, **overrides):
+        seen.append(options)
+        return original(options, **overrides)
+
+    monkeypatch.setattr(kernel_nb, "interpret", interpret)
+    line = "%%tkernel interpret --quiet --numerics stock --poison out_ptr --order shuffle --seed 3 --no-detect --serial"
+    result = run(ip, f"{line}\n{ADD}")
+
+    assert result.error_in_exec is None
+    options = seen[-1]
+    assert (
+        options.numerics,
+        options.poison,
+        options.order,
+        options.seed,
+        options.detect,
+        options.strategy,
+    ) == ("stock", ("out_ptr",), "shuffle", 3, False, "serial")
+    assert ip.user_ns["_tk"][0].strategy == "serial"
+
+
 def test_launch_interprets_only_that_launch_and_runs_the_others_as_usual(ip, monkeypatch):
     usual: list[str] = []
 

@@ -82,9 +82,10 @@ def test_errors_show_the_kernel_line_and_the_kernel_survives(run_notebook):
 
     # IPython shows a UsageError as one line on stderr (and fails the cell: see the test above).
     assert text_of(bad_flag) == "UsageError: unrecognized arguments: --bogus\n"
-    assert text_of(gpu) == (
-        "UsageError: %%tkernel gpu: the GPU runner is not available yet; use %%tkernel interpret to run on the CPU\n"
-    )
+    # without CuPy or a GPU, the GPU modes say what is missing and how to get it, and change nothing
+    [error] = errors_of(gpu)
+    assert error.ename == "GpuUnavailableError"
+    assert 'pip install "kernel-nb[gpu]"' in error.evalue
     assert text_of(untouched) == "False\n"
 
 

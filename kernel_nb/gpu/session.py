@@ -1,0 +1,397 @@
+"""GPU sessions: intercept launches like `Session` and run them compiled, compared, or with their IR.
+
+* "gpu": every launch is compiled by Triton and run on the GPU, host arrays staged through CuPy.
+* "compare": every launch runs interpreted and compiled from identical inputs; the buffers are
+  compared (`kernel_nb.diff`) and the cell goes on with one side's results.
+  With `GpuOptions.divergence`, a probed variant of the kernel also logs some programs' statement
+  values on the GPU, and `Launch.divergence` says where they first leave the interpreter's.
+* "interpret": every launch is interpreted, and the kernel is also compiled for a CUDA target (no GPU
+  needed) so its IR can be read next to the trace.
+
+Compiling happens only between interpreted launches: the engine restores `triton.language` after
+each, and a compile in the middle of one would see the interpreter's patched namespaces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+
+from kernel_nb import diff
+from kernel_nb.engine import triton_compat
+from kernel_nb.engine.patches import NamespaceSnapshot
+from kernel_nb.engine.run import Engine
+from kernel_nb.errors import KernelError, LaunchInterrupted
+from kernel_nb.gpu import device as gpu_device
+from kernel_nb.gpu.arguments import Arguments, describe
+from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
+from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
+from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
+from kernel_nb.options import Options
+from kernel_nb.session import _ACTIVE_MARK
+from kernel_nb.trace import Launch, Pid, Trace
+
+Mode = Literal["gpu", "compare", "interpret"]
+Keep = Literal["gpu", "cpu"]
+
+# launcher(run, kernel, grid, args, kwargs, index) -> GpuLaunch; the default runs on the device.
+Launcher = Callable[[RunFunction, Any, Any, tuple[Any, ...], dict[str, Any], int], GpuLaunch]
+# Programs whose statements a compared launch checks on the GPU when none are chosen with `pids`.
+MAX_DIVERGENCE_PIDS = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuOptions:
+    """How a GPU session runs launches.
+
+    Attributes:
+        mode: "gpu", "compare" or "interpret" (see the module docstring).
+        device: the CUDA device (``--device``).
+        keep: in "compare" mode, whose results the caller's arrays hold afterwards (``--keep``).
+        rtol, atol: override the tolerance policy of `kernel_nb.diff` for every buffer.
+        target: in "interpret" mode, the target the IR is compiled for, e.g. "cuda:80"; None: the
+            GPU's own when there is one, else cuda:90.
+        sass: also disassemble the cubin (needs cuobjdump, which Triton ships).
+        divergence: in "compare" mode, also run a probed variant of the kernel that logs the
+            statement values of some programs on the GPU, and find the first statement where they
+            leave the interpreter's (`Launch.divergence`). None (the default): when `Options.pids`
+            names programs (those), or when a buffer mismatches (the program that wrote its first
+            mismatching element); True: always (program (0, 0, 0) when nothing else says which);
+            False: never.
+    """
+
+    mode: Mode = "gpu"
+    device: int = 0
+    keep: Keep = "gpu"
+    rtol: float | None = None
+    atol: float | None = None
+    target: str | None = None
+    sass: bool = True
+    divergence: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("gpu", "compare", "interpret"):
+            raise ValueError(f"mode must be 'gpu', 'compare' or 'interpret', got {self.mode!r}")
+        if self.keep not in ("gpu", "cpu"):
+            raise ValueError(f"keep must be 'gpu' or 'cpu', got {self.keep!r}")
+        if not isinstance(self.device, int) or self.device < 0:
+            raise ValueError(f"device must be a CUDA device number >= 0, got {self.device!r}")
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 <= value < float("inf")):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.target is not None:
+            parse_target(self.target)
+
+
+class GpuSession:
+    """Runs every Triton launch made inside it according to `GpuOptions.mode`.
+
+    Like `kernel_nb.Session` it intercepts `JITFunction.run` and `Autotuner.run` (an autotuned kernel
+    runs the config `Options.autotune_config` picks, on both sides, without benchmarking) and restores
+    Triton exactly on exit. `Options.launch` limits the mode to one launch; the others run on the GPU
+    ("gpu", "compare") or as Triton would ("interpret").
+
+    Attributes:
+        trace: the interpreted launches ("compare", "interpret"), with `comparison` and `artifacts`.
+        gpu: the compiled launches ("gpu", "compare").
+    """
+
+    def __init__(
+        self,
+        options: Options | None = None,
+        gpu: GpuOptions | None = None,
+        *,
+        launcher: Launcher | None = None,
+        prober: Prober | None = None,
+    ) -> None:
+        self.options = options or Options()
+        self.gpu_options = gpu or GpuOptions()
+        self.trace = Trace()
+        self.gpu = GpuTrace()
+        self._engine = Engine(self.options) if self.gpu_options.mode != "gpu" else None
+        self._launcher = launcher or self._device_launcher
+        # a session with its own launcher has no device to probe on unless it brings a prober too
+        self._prober = prober or (self._device_prober if launcher is None else None)
+        self._seen = 0
+        self._snapshot: NamespaceSnapshot | None = None
+        self._original_run: RunFunction | None = None
+
+    def __enter__(self) -> GpuSession:
+        jit = triton_compat.JIT_FUNCTION
+        if getattr(jit.run, _ACTIVE_MARK, False):
+            raise RuntimeError("a kernel_nb session is already active: sessions cannot be nested")
+        if self.gpu_options.mode != "interpret" and self._launcher == self._device_launcher:
+            gpu_device.require_device(self.gpu_options.device)  # fail before the cell runs, not in its middle
+        self._snapshot = NamespaceSnapshot([jit, triton_compat.AUTOTUNER])
+        self._original_run = jit.run
+        session = self
+
+        def run(kernel: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+            if warmup:
+                return None
+            index = session._seen
+            session._seen += 1
+            selected = session.options.launch is None or index == session.options.launch
+            return session._launch(kernel, grid, args, kwargs, selected)
+
+        def autotuner_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            configs = tuner.configs
+            choice = session.options.autotune_config
+            if not 0 <= choice < len(configs):
+                raise ValueError(f"autotune_config={choice} but {tuner.fn} has {len(configs)} configs")
+            config = configs[choice]
+            tuner.nargs = dict(zip(tuner.arg_names, args))
+            tuner.best_config = config
+            if config.pre_hook is not None:
+                config.pre_hook({**tuner.nargs, **kwargs, **config.all_kwargs()})
+            try:
+                return tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                tuner.nargs = None
+
+        setattr(run, _ACTIVE_MARK, True)
+        jit.run = run
+        triton_compat.AUTOTUNER.run = autotuner_run
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._snapshot is not None:
+            self._snapshot.restore()
+            self._snapshot = None
+
+    def _launch(
+        self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: bool
+    ) -> Any:
+        mode = self.gpu_options.mode
+        assert self._original_run is not None
+        if mode == "interpret":
+            if not selected:
+                return self._original_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+            launch = self._interpret(kernel, grid, args, kwargs)
+            launch.artifacts = compile_for_target(
+                kernel, args, kwargs, self._target(), sass=self.gpu_options.sass
+            )
+            return None
+        if mode == "gpu" or not selected:
+            self.gpu.launches.append(
+                self._launcher(self._original_run, kernel, grid, args, kwargs, len(self.gpu))
+            )
+            return None
+        self._compare(kernel, grid, args, kwargs)
+        return None
+
+    def _interpret(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch:
+        assert self._engine is not None
+        try:
+            launch = self._engine.launch(kernel, grid, args, kwargs, len(self.trace))
+        except (KernelError, LaunchInterrupted) as error:
+            if error.launch is not None:
+                self.trace.launches.append(error.launch)
+            raise
+        self.trace.launches.append(launch)
+        return launch
+
+    def _compare(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Interpret, restore the inputs, run compiled, compare; leave the kept side's results."""
+        assert self._original_run is not None
+        arguments = describe(triton_compat.innermost_jit(kernel).fn, args, kwargs)
+        before = arguments.snapshot()
+        launch = self._interpret(kernel, grid, args, kwargs)
+        cpu = arguments.snapshot()
+        arguments.restore(before)
+        try:
+            gpu_launch = self._launcher(self._original_run, kernel, grid, args, kwargs, len(self.gpu))
+        except BaseException:
+            arguments.restore(before)  # the failed side leaves nothing behind, the other is dropped too
+            raise
+        self.gpu.launches.append(gpu_launch)
+        gpu = arguments.snapshot()
+        launch.artifacts = gpu_launch.artifacts
+        launch.comparison = compare_launch(launch, arguments, before, cpu, gpu, self.gpu_options, gpu_launch)
+        pids = divergence_pids(launch, self.options, self.gpu_options)
+        if pids and self._prober is not None:
+            arguments.restore(before)
+            try:
+                launch.divergence = locate_divergence(
+                    launch,
+                    kernel,
+                    grid,
+                    args,
+                    kwargs,
+                    pids,
+                    run=self._original_run,
+                    prober=self._prober,
+                    device=gpu_launch.device,
+                    rtol=self.gpu_options.rtol,
+                    atol=self.gpu_options.atol,
+                )
+            finally:
+                arguments.restore(gpu)
+        if self.gpu_options.keep == "cpu":
+            arguments.restore(cpu)
+
+    def _device_launcher(
+        self,
+        run: RunFunction,
+        kernel: Any,
+        grid: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        index: int,
+    ) -> GpuLaunch:
+        return launch_on_gpu(
+            run,
+            kernel,
+            grid,
+            args,
+            kwargs,
+            index=index,
+            device=self.gpu_options.device,
+            sass=self.gpu_options.sass,
+        )
+
+    def _device_prober(
+        self, run: RunFunction, probed: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return run_probed(run, probed, grid, args, kwargs, device=self.gpu_options.device)
+
+    def _target(self) -> str:
+        if self.gpu_options.target is not None:
+            return self.gpu_options.target
+        if gpu_device.device_count() > self.gpu_options.device:
+            return f"cuda:{gpu_device.capability(self.gpu_options.device)}"
+        return DEFAULT_TARGET
+
+
+def compare_launch(
+    launch: Launch,
+    arguments: Arguments,
+    before: list[Any],
+    cpu: list[Any],
+    gpu: list[Any],
+    options: GpuOptions,
+    gpu_launch: GpuLaunch,
+) -> diff.Comparison:
+    """Compare every buffer of a launch that either side wrote, from region snapshots of each side."""
+    ttir = gpu_launch.artifacts.stages.get("ttir", "") if gpu_launch.artifacts is not None else ""
+    tf32 = diff.uses_tf32_dots(ttir)
+    buffers = []
+    for leaf in arguments.distinct_leaves():
+        index = arguments.regions.index(arguments.region_of(leaf))
+        region = arguments.regions[index]
+        span = [region.span(leaf, data[index]) for data in (before, cpu, gpu)]
+        buffer_map = launch.buffers.get(leaf.name)
+        tolerance = diff.tolerance_for(leaf.dtype, tf32=tf32, rtol=options.rtol, atol=options.atol)
+        compared = diff.compare_buffer(
+            leaf.name,
+            *span,
+            shape=leaf.shape,
+            tolerance=tolerance,
+            cpu_writes=_sized(buffer_map.writes, span[0].size) if buffer_map is not None else None,
+            last_writer=_sized(buffer_map.last_writer, span[0].size) if buffer_map is not None else None,
+            pid_of=launch.pid_of,
+        )
+        if compared is not None:
+            buffers.append(compared)
+    return diff.Comparison(
+        launch=launch.index,
+        kernel=launch.kernel,
+        device=gpu_launch.device,
+        buffers=buffers,
+        tf32=tf32,
+        kept=options.keep,
+    )
+
+
+def divergence_pids(launch: Launch, options: Options, gpu: GpuOptions) -> tuple[Pid, ...]:
+    """The programs whose statements a compared launch checks on the GPU (see `GpuOptions.divergence`)."""
+    if gpu.divergence is False or launch.status != "ok" or not launch.statements:
+        return ()
+    if options.pids != "all":
+        return tuple(p for p in options.pids if p in launch.programs)[:MAX_DIVERGENCE_PIDS]
+    comparison = launch.comparison
+    if comparison is not None and not comparison.ok:
+        writers = [pid for b in comparison.mismatching for pid, _ in b.writers if pid is not None]
+        if writers:
+            return (writers[0],)
+    if gpu.divergence:
+        return ((0, 0, 0),) if (0, 0, 0) in launch.programs else ()
+    return ()
+
+
+def _sized(values: Any, size: int) -> Any:
+    # BufferMap arrays cover the argument's span; a mismatch in length means they describe something else
+    return values if len(values) == size else None
+
+
+def run(options: Options | None = None, **gpu: Any) -> GpuSession:
+    """A session that compiles and runs every Triton launch made inside it on the GPU.
+
+    Args:
+        options: `Options` (only `launch` and `autotune_config` matter here).
+        **gpu: fields of `GpuOptions` (`device=1`).
+
+    Returns:
+        The session, a context manager; `session.gpu` holds the launches.
+
+    Raises:
+        GpuUnavailableError: on entering, when there is no usable GPU (the message says what is missing).
+    """
+    return GpuSession(options, GpuOptions(**{**gpu, "mode": "gpu"}))
+
+
+def compare(options: Options | None = None, **gpu: Any) -> GpuSession:
+    """A session that runs every launch interpreted and on the GPU from identical inputs, and compares.
+
+    Args:
+        options: the interpreter's `Options`.
+        **gpu: fields of `GpuOptions`: `device`, `keep` ("gpu" or "cpu"), `rtol`, `atol`.
+
+    Returns:
+        The session; `session.trace[i].comparison` holds each launch's `kernel_nb.diff.Comparison`.
+
+    Raises:
+        GpuUnavailableError: on entering, when there is no usable GPU.
+    """
+    return GpuSession(options, GpuOptions(**{**gpu, "mode": "compare"}))
+
+
+def divergence(options: Options | None = None, *, pids: Any = None, **gpu: Any) -> GpuSession:
+    """A compare session that also finds, statement by statement, where chosen programs first diverge.
+
+    Args:
+        options: the interpreter's `Options`.
+        pids: the programs to check, e.g. ``[(1, 0, 0)]`` (default: `options.pids`, else the program
+            that wrote the first mismatching element, else program (0, 0, 0)).
+        **gpu: fields of `GpuOptions`: `device`, `keep`, `rtol`, `atol`.
+
+    Returns:
+        The session; `session.trace[i].divergence` holds each launch's `kernel_nb.divergence.Divergence`.
+
+    Raises:
+        GpuUnavailableError: on entering, when there is no usable GPU.
+    """
+    options = options or Options()
+    if pids is not None:
+        options = dataclasses.replace(options, pids=tuple(_pid(p) for p in pids))
+    return GpuSession(options, GpuOptions(**{**gpu, "mode": "compare", "divergence": True}))
+
+
+def _pid(pid: Any) -> Pid:
+    values = (pid,) if isinstance(pid, int) else tuple(pid)
+    padded = tuple(int(v) for v in values) + (0,) * (3 - len(values))
+    return (padded[0], padded[1], padded[2])
+
+
+def interpret_with_ir(options: Options | None = None, **gpu: Any) -> GpuSession:
+    """`kernel_nb.interpret`, plus each launch's kernel compiled for a CUDA target (no GPU needed).
+
+    `session.trace[i].artifacts` holds the IR (TTIR, TTGIR, LLIR, PTX, SASS).
+    """
+    return GpuSession(options, GpuOptions(**{**gpu, "mode": "interpret"}))

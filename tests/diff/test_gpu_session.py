@@ -1,0 +1,186 @@
+"""The GPU sessions' logic on the CPU: a fake GPU side, IR compiled for a target, clear errors."""
+
+import sys
+
+import numpy as np
+import pytest
+import triton.language as tl
+
+import kernel_nb
+import kernel_nb.gpu as gpu
+from kernel_nb.engine import triton_compat
+from kernel_nb.gpu.runner import GpuLaunch
+from tests.engine import kernels as k
+
+
+def fake_gpu(perturb=None, fail=False):
+    """A launcher that computes add_kernel with numpy, optionally off somewhere, instead of on a GPU."""
+    calls = []
+
+    def launcher(run, kernel, grid, args, kwargs, index):
+        calls.append(index)
+        if fail:
+            args[2][:] = -7.0  # a partial write, then a failure
+            raise gpu.GpuLaunchError("add_kernel: the compiled launch failed", kernel="add_kernel")
+        x, y, out, n = args
+        out[:n] = x[:n] + y[:n]
+        if perturb is not None:
+            perturb(out)
+        return GpuLaunch(index, "add_kernel", (4, 1, 1), "fake GPU", 0.0)
+
+    launcher.calls = calls
+    return launcher
+
+
+def _inputs():
+    x = np.arange(1000, dtype=np.float32)
+    return x, np.ones(1000, np.float32), np.zeros(1000, np.float32)
+
+
+def _bump(out):
+    out[600] += 1.0
+
+
+@pytest.mark.parametrize(("keep", "expected"), [("gpu", 602.0), ("cpu", 601.0)])
+def test_compare_finds_the_program_and_keeps_one_side(keep, expected):
+    x, y, out = _inputs()
+    session = gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare", keep=keep), launcher=fake_gpu(_bump))
+    with session:
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    comparison = session.trace[0].comparison
+    assert comparison is not None and not comparison.ok
+    buffer = comparison.buffers[0]
+    assert (buffer.arg, buffer.mismatches, buffer.positions.tolist(), buffer.writers) == (
+        "out_ptr",
+        1,
+        [600],
+        [((2, 0, 0), 1)],
+    )
+    assert comparison.verdict() == (
+        "#0 add_kernel: MISMATCH in out_ptr: 1 of 1000 out of tolerance (fp32: rtol 1e-05, atol 0.001); "
+        "max abs 1 at [600], max rel 0.00166, max 16384 ulp; written by pid (2,0,0)"
+    )
+    assert [b.arg for b in comparison.buffers] == ["out_ptr"]  # inputs were not written
+    assert out[600] == expected and out[599] == 600.0
+    assert comparison.kept == keep and session.gpu[0].device == "fake GPU"
+
+
+def test_compare_with_overrides_only_some_launches_and_autotune():
+    x, y, out = _inputs()
+    launcher = fake_gpu(lambda o: o.__setitem__(5, o[5] + 1e-4))
+    options = kernel_nb.Options(launch=1)
+    session = gpu.GpuSession(options, gpu.GpuOptions(mode="compare", atol=1e-3, rtol=0.0), launcher=launcher)
+    with session:
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert launcher.calls == [0, 1] and len(session.trace) == 1
+    tolerance = session.trace[0].comparison.buffers[0].tolerance
+    assert (tolerance.rtol, tolerance.atol, tolerance.reason) == (0.0, 1e-3, "fp32, overridden")
+    assert session.trace[0].comparison.ok
+
+
+def test_failed_gpu_side_restores_the_inputs():
+    x, y, out = _inputs()
+    out[:] = 3.0
+    session = gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=fake_gpu(fail=True))
+    with pytest.raises(gpu.GpuLaunchError), session:
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    np.testing.assert_array_equal(out, 3.0)
+    assert len(session.trace) == 1 and session.trace[0].comparison is None
+
+
+def test_interpreter_errors_stop_before_the_gpu():
+    out = np.full(100, 5.0, np.float32)
+    launcher = fake_gpu()
+    with (
+        pytest.raises(kernel_nb.KernelMemoryError),
+        gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=launcher),
+    ):
+        k.add_kernel_no_mask[(1,)](out, out, out, 100, BLOCK=128)
+    assert launcher.calls == []
+    np.testing.assert_array_equal(out, 5.0)
+
+
+def test_sessions_restore_triton_and_refuse_nesting():
+    run_before = triton_compat.JIT_FUNCTION.run
+    language = dict(vars(tl))
+    with gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=fake_gpu()):
+        with pytest.raises(RuntimeError, match="cannot be nested"), kernel_nb.interpret():
+            pass
+    with kernel_nb.interpret(), pytest.raises(RuntimeError, match="cannot be nested"):
+        with gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=fake_gpu()):
+            pass
+    assert triton_compat.JIT_FUNCTION.run is run_before and dict(vars(tl)) == language
+
+
+def test_interpret_with_ir_compiles_for_a_target_without_a_gpu():
+    x, y, out = _inputs()
+    with gpu.interpret_with_ir(target="cuda:80") as session:
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    np.testing.assert_array_equal(out, x + 1)
+    artifacts = session.trace[0].artifacts
+    assert artifacts.target == "cuda:80" and not artifacts.compiled_for_launch
+    assert list(artifacts.stages)[:4] == ["ttir", "ttgir", "llir", "ptx"]
+    assert ".target sm_80" in artifacts.stages["ptx"]
+    assert "tt.divisibility = 16" in artifacts.stages["ttir"]  # specialised like the JIT would
+    assert artifacts.metadata["num_warps"] == 4
+    assert "sass" in artifacts.stages or "sass" in artifacts.missing
+
+
+def test_compile_for_target_on_its_own():
+    x = np.ones(64, np.float32)
+    artifacts = gpu.compile_for_target(k.add_kernel, (x, x, x, 64), {"BLOCK": 64, "num_warps": 2}, sass=False)
+    assert artifacts.target == "cuda:90" and artifacts.metadata["num_warps"] == 2
+    assert artifacts.missing == {"sass": "not asked for"}
+    with pytest.raises(gpu.CompileError, match="add_kernel: compiling for cuda:90 failed"):
+        gpu.compile_for_target(k.add_kernel, (x, x, x, 64), {"BLOCK": 48})
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="keep must be 'gpu' or 'cpu', got 'both'"):
+        gpu.GpuOptions(keep="both")
+    with pytest.raises(ValueError, match="cannot read target 'sm90'"):
+        gpu.GpuOptions(target="sm90")
+    with pytest.raises(ValueError, match="atol must be a finite number >= 0"):
+        gpu.GpuOptions(atol=-1.0)
+
+
+def test_no_cupy_is_a_clear_message(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    x, y, out = _inputs()
+    with pytest.raises(gpu.GpuUnavailableError) as caught, gpu.run():
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert str(caught.value).startswith(
+        "CuPy is not installed: %%tkernel gpu and %%tkernel compare run kernels on CuPy"
+    )
+    assert 'pip install "kernel-nb[gpu]"' in str(caught.value)
+    assert caught.value._render_traceback_() == [f"GpuUnavailableError: {caught.value}"]
+    assert not out.any()
+
+
+def test_no_driver_is_a_clear_message(monkeypatch):
+    class Runtime:
+        @staticmethod
+        def getDeviceCount():
+            raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    fake = type(sys)("cupy")
+    fake.cuda = type(sys)("cupy.cuda")
+    fake.cuda.runtime = Runtime
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(
+        gpu.GpuUnavailableError, match=r"^no usable CUDA driver \(RuntimeError: cudaErrorInsufficientDriver"
+    ):
+        gpu.compare().__enter__()
+    assert not getattr(triton_compat.JIT_FUNCTION.run, "__kernel_nb_session__", False)
+
+
+def test_gpu_package_imports_without_jupyter():
+    import subprocess
+
+    code = (
+        "import sys; sys.modules.update(IPython=None, ipywidgets=None, anywidget=None)\n"
+        "import kernel_nb.gpu, kernel_nb.diff\n"
+        "assert not [m for m in sys.modules if m.startswith(('IPython', 'ipywidgets', 'anywidget')) and sys.modules[m]]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
