@@ -4,9 +4,17 @@
 
 Each notebook is executed in a fresh Jupyter kernel running this interpreter, saved with its
 outputs and widget state (the viewers are live again when it is opened in Jupyter), and exported
-as standalone HTML that loads nothing from the network: each viewer appears there as its static
-PNG. Then the traces' summaries are printed (one row per launch, then failed launches' errors and
-the findings), and at the end every finding of every notebook.
+as standalone HTML that loads nothing from the network, in which every viewer stays interactive:
+its state and the replies a reader's clicks ask for are embedded (`kernel_nb.view.export`), and its
+static PNG shows until the script has drawn it. Then the traces' summaries are printed (one row per
+launch, then failed launches' errors and the findings), and at the end every finding of every notebook.
+
+Finding the viewer of each widget output: before the first cell, the kernel silently runs
+`_SETUP_CODE` (no cell, no execution count), which registers an IPython display printer for
+`TraceViewer` that notes each viewer displayed, by its widget model id, in a dict of the notebook's
+namespace, and then displays it as usual. A cell appended after the notebook's own (and removed
+before it is saved) exports each noted viewer; the HTML export puts each one in place of the
+widget output with the same model id.
 """
 
 from __future__ import annotations
@@ -44,8 +52,36 @@ for _name, _value in _traces:
             print(f"  [{_launch.status}] {_launch.error}")
 """
 
+# Run silently before the first cell: notes every TraceViewer displayed, by its widget model id.
+_SETUP_CODE = """
+def _kernel_nb_demo_setup():
+    from IPython import get_ipython
+    from kernel_nb.view import TraceViewer
+
+    shown = {}
+
+    def note(viewer):
+        shown[viewer.model_id] = viewer
+        return viewer._repr_mimebundle_()
+
+    get_ipython().display_formatter.mimebundle_formatter.for_type(TraceViewer, note)
+    return shown
+
+
+_kernel_nb_demo_shown = _kernel_nb_demo_setup()
+del _kernel_nb_demo_setup
+"""
+
+# Appended after the summary cell (not saved): each viewer noted above as an offline HTML fragment.
+EXPORT_MIME = "application/vnd.kernel-nb.offline-html+json"
+_EXPORT_CELL = f"""
+from IPython.display import display as _display
+from kernel_nb.view.export import export_html as _export_html
+_display({{{EXPORT_MIME!r}: {{_id: _export_html(_v) for _id, _v in _kernel_nb_demo_shown.items()}}}}, raw=True)
+"""
+
 # nbconvert's "lab" template without the scripts it loads from CDNs (require.js, MathJax, Mermaid and
-# the widget manager): the page is meant to be read offline, and the viewers are shown as PNGs.
+# the widget manager): the page is meant to be read offline, and the viewers carry their own script.
 _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {% block html_head_js %}{% endblock html_head_js %}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
@@ -54,12 +90,18 @@ _OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 """
 
 
-def offline_html(nb: Any, title: str) -> str:
+def offline_html(nb: Any, title: str, viewers: dict[str, str] | None = None) -> str:
     """Standalone HTML of an executed notebook that references no network resource.
 
-    Widget views are dropped in favour of the other representations of the same output (the
-    TraceViewer's PNG), since drawing them would need the widget manager from a CDN and a kernel.
+    Args:
+        nb: the executed notebook.
+        title: the page's title.
+        viewers: offline HTML of viewers (`kernel_nb.view.export.export_html`) by widget model id:
+            each replaces the widget output of that model. Other widget outputs fall back to their
+            other representations (the TraceViewer's PNG), since drawing them would need the
+            widget manager from a CDN and a kernel.
     """
+    viewers = viewers or {}
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
@@ -70,7 +112,10 @@ def offline_html(nb: Any, title: str) -> str:
         for output in cell.get("outputs", []):
             data = output.get("data")
             if data is not None and WIDGET_VIEW in data:
-                del data[WIDGET_VIEW]
+                fragment = viewers.get(data.pop(WIDGET_VIEW).get("model_id", ""))
+                if fragment is not None:
+                    data.clear()  # the fragment holds the PNG too
+                    data["text/html"] = fragment
                 if not data:
                     continue
             outputs.append(output)
@@ -100,6 +145,7 @@ def run_notebook(path: Path, out_dir: Path) -> str:
 
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(_SUMMARY_CELL))
+    nb.cells.append(nbformat.v4.new_code_cell(_EXPORT_CELL))
     with tempfile.TemporaryDirectory(prefix="kernel_nb-demo-") as tmp:
         # A kernelspec of this interpreter: a machine-wide "python3" may be another Python.
         spec = Path(tmp) / "kernels" / "kernel-nb-demo"
@@ -119,6 +165,15 @@ def run_notebook(path: Path, out_dir: Path) -> str:
             resources={"metadata": {"path": str(path.parent)}},
             store_widget_state=True,
         )
+
+        async def note_viewers(notebook: Any) -> None:
+            # Silent: no cell, no execution count, nothing in the saved notebook.
+            assert client.kc is not None
+            reply = await client.async_wait_for_reply(client.kc.execute(_SETUP_CODE, silent=True))
+            if reply is None or reply["content"]["status"] != "ok":
+                raise RuntimeError(f"the demo's setup failed in the kernel: {reply and reply['content']}")
+
+        client.on_notebook_start = note_viewers
         # This checkout's kernel_nb, installed or not; the kernel's own chatter goes to a log.
         env = {
             **os.environ,
@@ -133,11 +188,15 @@ def run_notebook(path: Path, out_dir: Path) -> str:
                 raise CellExecutionError(
                     f"{error}\nkernel log:\n{log_path.read_text()[-3000:]}", error.ename, error.evalue
                 ) from None
+    export_cell = nb.cells.pop()
+    viewers: dict[str, str] = {}
+    for output in export_cell.get("outputs", []):
+        viewers.update(output.get("data", {}).get(EXPORT_MIME, {}))
     summary_cell = nb.cells.pop()
     summary = "".join(o.get("text", "") for o in summary_cell.get("outputs", []) if o.get("name") == "stdout")
     out_dir.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out_dir / path.name)
-    html = offline_html(nb, path.stem)
+    html = offline_html(nb, path.stem, viewers)
     (out_dir / path.with_suffix(".html").name).write_text(html, encoding="utf-8")
     return summary
 

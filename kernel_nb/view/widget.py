@@ -11,7 +11,7 @@ import anywidget
 import traitlets
 
 from kernel_nb.trace import Launch, Trace
-from kernel_nb.view import dispatch, payloads, static
+from kernel_nb.view import compare, dispatch, payloads, static
 
 
 def _asset(name: str) -> str:
@@ -50,7 +50,7 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
         self.trace = trace if isinstance(trace, Trace) else Trace(launches=[trace])
         launch, pid, stmt, iteration = payloads.default_selection(self.trace)
         super().__init__(
-            meta=dict(payloads.viewer_meta(self.trace)),
+            meta=dict(compare.with_comparisons(payloads.viewer_meta(self.trace), self.trace)),
             launch=launch,
             pid=pid,
             stmt=stmt,
@@ -108,6 +108,24 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
     def to_png(self) -> bytes:
         """The current view as a PNG (what notebooks without the widget's JavaScript show)."""
         return static.render_png(self.trace, self.launch, tuple(self.pid), self.stmt, tuple(self.iteration))
+
+    def to_html(self, path: str | Path | None = None, *, max_bytes: int | None = None) -> str:
+        """The viewer as a standalone page that stays interactive offline (no kernel, no network).
+
+        Args:
+            path: where to write the page, if anywhere.
+            max_bytes: budget for the embedded replies (default `kernel_nb.view.export.DEFAULT_MAX_BYTES`);
+                past it, the first programs in pid order and the selected one are in the page.
+
+        Returns:
+            The page's HTML.
+        """
+        from kernel_nb.view import export  # export builds on this class
+
+        budget = export.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+        if path is None:
+            return export.page_html(self, max_bytes=budget)
+        return export.write_page(self, path, max_bytes=budget)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         bundle = super()._repr_mimebundle_(**kwargs)
