@@ -50,35 +50,35 @@ def make_case(name: str, quick: bool, as_torch: bool) -> tuple[Callable[[], None
         return wrap(rng.standard_normal(shape, dtype=np.float32))
 
     if name == "vector_add":
-        n = 1 << (18 if quick else 20)
+        n = 1 << (18 if quick else 22)
         x, y, out = f32(n), f32(n), f32(n)
         return (lambda: k.add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)), f"n={n}"
     if name == "softmax":
-        rows, cols = (256 if quick else 1024), 1000
+        rows, cols = (256 if quick else 4096), 1000
         x, out = f32(rows, cols), f32(rows, cols)
         return (lambda: k.softmax_kernel[(rows,)](out, x, cols, cols, cols, BLOCK=1024)), f"{rows}x{cols}"
     if name == "matmul":
-        m = 128 if quick else 256
+        m = 128 if quick else 1024
         a, b, c = f32(m, m), f32(m, m), f32(m, m)
-        grid = (m // 32, m // 32)
+        grid = (m // 64, m // 64)
         return (
             lambda: k.matmul_kernel[grid](
-                a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32
+                a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64
             )
         ), f"{m}^3 fp32"
     if name == "layer_norm":
-        rows, n = (256 if quick else 1024), 1024
+        rows, n = (256 if quick else 4096), 1024
         x, y, w, bias = f32(rows, n), f32(rows, n), f32(n), f32(n)
         mean, rstd = f32(rows), f32(rows)
         return (
             lambda: k.layer_norm_fwd[(rows,)](x, y, w, bias, mean, rstd, n, n, 1e-5, BLOCK=1024)
         ), f"{rows}x{n}"
     if name == "flash_attention":
-        heads, seq, d = (2 if quick else 4), 256, 64
+        heads, seq, d = (2, 256, 64) if quick else (8, 1024, 64)
         q, kk, v, out = f32(heads, seq, d), f32(heads, seq, d), f32(heads, seq, d), f32(heads, seq, d)
         return (
-            lambda: k.causal_attention_fwd[(seq // 32, heads)](
-                q, kk, v, out, seq, 0.125, D=d, BLOCK_M=32, BLOCK_N=32
+            lambda: k.causal_attention_fwd[(seq // 64, heads)](
+                q, kk, v, out, seq, 0.125, D=d, BLOCK_M=64, BLOCK_N=64
             )
         ), f"heads={heads} seq={seq} d={d} causal"
     raise ValueError(name)
@@ -121,7 +121,7 @@ def child(side: str, name: str, quick: bool, repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
