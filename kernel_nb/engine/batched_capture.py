@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 
 from kernel_nb import numerics
-from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.capture import Recorder
+from kernel_nb.engine.capture import Recorder, report_origin
 from kernel_nb.trace import Pid, ProgramTrace, Record, Summary, summary_rows
 
 
@@ -95,47 +94,16 @@ class BatchRecorder(Recorder):
             assert self.observations is not None
             for r in np.flatnonzero(has_nan | has_inf):
                 pid = self.batch[r]
-                row = np.asarray(rows[r], dtype=np.float64).reshape(-1)
-                if has_nan[r] and not operand_nan[r] and not self.observations.seen("nan_origin", pid):
-                    lanes = np.flatnonzero(np.isnan(row))
-                    source = (
-                        "loads NaN from memory"
-                        if info.loads
-                        else "becomes NaN here, from operands that hold no NaN"
-                        + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf[r] else "")
-                    )
-                    self.observations.add(
-                        "nan_origin",
-                        "warning" if info.loads else "error",
-                        pid,
-                        statement.file,
-                        statement.line,
-                        elements=lanes,
-                        detail=f"{info.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
-                        order=self.order_of(pid),
-                    )
-                elif (
-                    not has_nan[r]
-                    and has_inf[r]
-                    and not (operand_nan[r] or operand_inf[r] or info.makes_inf)
-                    and not self.observations.seen("inf_origin", pid)
-                ):
-                    lanes = np.flatnonzero(np.isinf(row))
-                    source = (
-                        "loads Inf from memory"
-                        if info.loads
-                        else "overflows to Inf here, from finite operands"
-                    )
-                    self.observations.add(
-                        "inf_origin",
-                        "warning",
-                        pid,
-                        statement.file,
-                        statement.line,
-                        elements=lanes,
-                        detail=f"{info.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
-                        order=self.order_of(pid),
-                    )
+                report_origin(
+                    self.observations,
+                    info,
+                    statement,
+                    pid,
+                    self.order_of(pid),
+                    rows[r],
+                    operand_nan=bool(operand_nan[r]),
+                    operand_inf=bool(operand_inf[r]),
+                )
         frame.nonfinite[info.name] = (has_nan, has_inf)
 
     def lane_rows(

@@ -19,7 +19,7 @@ from kernel_nb import numerics
 from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.rewrite import LocalStatement
-from kernel_nb.trace import Pid, ProgramTrace, Record, Statement, Summary
+from kernel_nb.trace import Pid, ProgramTrace, Record, Severity, Statement, Summary
 
 if TYPE_CHECKING:
     from kernel_nb.engine.hooks import MemoryGuard
@@ -115,48 +115,18 @@ class Recorder:
         has_nan, has_inf = summary.nan > 0, summary.inf > 0
         if (has_nan or has_inf) and info.kind in ("assign", "augassign"):
             seen = [frame.nonfinite.get(name, (False, False)) for name in info.operands]
-            operand_nan = any(n for n, _ in seen)
-            operand_inf = any(i for _, i in seen)
-            statement = self.statements[stmt]
-            pid = self.program.pid
             assert self.observations is not None
-            if has_nan and not operand_nan and not self.observations.seen("nan_origin", pid):
-                lanes = np.flatnonzero(np.isnan(np.asarray(data, dtype=np.float64)).reshape(-1))
-                source = (
-                    "loads NaN from memory"
-                    if info.loads
-                    else "becomes NaN here, from operands that hold no NaN"
-                    + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf else "")
-                )
-                self.observations.add(
-                    "nan_origin",
-                    "warning" if info.loads else "error",
-                    pid,
-                    statement.file,
-                    statement.line,
-                    elements=lanes,
-                    detail=f"{info.name} {source}: {lanes.size} of {summary.size} lanes {describe(lanes)}",
-                    order=self.order_of(pid),
-                )
-            elif (
-                has_inf
-                and not (operand_nan or operand_inf or info.makes_inf)
-                and not self.observations.seen("inf_origin", pid)
-            ):
-                lanes = np.flatnonzero(np.isinf(np.asarray(data, dtype=np.float64)).reshape(-1))
-                source = (
-                    "loads Inf from memory" if info.loads else "overflows to Inf here, from finite operands"
-                )
-                self.observations.add(
-                    "inf_origin",
-                    "warning",
-                    pid,
-                    statement.file,
-                    statement.line,
-                    elements=lanes,
-                    detail=f"{info.name} {source}: {lanes.size} of {summary.size} lanes {describe(lanes)}",
-                    order=self.order_of(pid),
-                )
+            pid = self.program.pid
+            report_origin(
+                self.observations,
+                info,
+                self.statements[stmt],
+                pid,
+                self.order_of(pid),
+                data,
+                operand_nan=any(n for n, _ in seen),
+                operand_inf=any(i for _, i in seen),
+            )
         frame.nonfinite[info.name] = (has_nan, has_inf)
 
     def _extract(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], str | None] | None:
@@ -246,3 +216,50 @@ class FunctionProbe:
                 outer = outer.f_back
         else:  # "next", "step", "until": trace from here on, as pdb would
             sys.settrace(debugger.trace_dispatch)
+
+
+def report_origin(
+    observations: Observations,
+    info: LocalStatement,
+    statement: Statement,
+    pid: Pid,
+    order: int,
+    value: np.ndarray,
+    *,
+    operand_nan: bool,
+    operand_inf: bool,
+) -> None:
+    """Report a statement as a program's NaN (or Inf) origin, if its operands held none."""
+    row = np.asarray(value, dtype=np.float64).reshape(-1)
+    nan = np.isnan(row)
+    inf = np.isinf(row)
+    if nan.any() and not operand_nan and not observations.seen("nan_origin", pid):
+        lanes = np.flatnonzero(nan)
+        source = (
+            "loads NaN from memory"
+            if info.loads
+            else "becomes NaN here, from operands that hold no NaN"
+            + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf else "")
+        )
+        kind = "nan_origin"
+        severity: Severity = "warning" if info.loads else "error"
+    elif (
+        inf.any()
+        and not (operand_nan or operand_inf or info.makes_inf)
+        and not observations.seen("inf_origin", pid)
+    ):
+        lanes = np.flatnonzero(inf)
+        source = "loads Inf from memory" if info.loads else "overflows to Inf here, from finite operands"
+        kind, severity = "inf_origin", "warning"
+    else:
+        return
+    observations.add(
+        kind,
+        severity,
+        pid,
+        statement.file,
+        statement.line,
+        elements=lanes,
+        detail=f"{info.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
+        order=order,
+    )
