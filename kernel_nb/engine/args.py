@@ -292,7 +292,7 @@ def _describe_array(path: str, value: Any) -> _Array | None:
 def _describe_torch(path: str, t: Any) -> _Array:
     import torch
 
-    dtype = _torch_dtype(path, t.dtype)
+    dtype = torch_dtype(path, t.dtype)
     shape, strides = tuple(t.shape), tuple(t.stride())
     ptr = int(t.data_ptr())
     lo, hi = _span(ptr, shape, strides, dtype.itemsize)
@@ -338,7 +338,12 @@ def _describe_cupy(path: str, a: Any) -> _Array:
     return _Array(dtype, tuple(a.shape), strides, ptr, (f"cupy:{device}", lo, hi), read, write)
 
 
-def _torch_dtype(path: str, dtype: Any) -> np.dtype:
+def torch_dtype(path: str, dtype: Any) -> np.dtype:
+    """The numpy dtype (ml_dtypes for bf16/fp8) of a torch dtype.
+
+    Raises:
+        ArgumentError: a dtype Triton has no equivalent of.
+    """
     import ml_dtypes
 
     name = str(dtype).removeprefix("torch.")

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.args import torch_dtype
 
 # Fake device addresses for compiling without a GPU: aligned like a fresh CuPy allocation (256 bytes).
 _FAKE_BASE = 1 << 40
@@ -254,7 +255,7 @@ def _describe(path: str, value: Any) -> ArrayLeaf | None:
             path, value, np.dtype(value.dtype), value.shape, value.strides, int(value.data.ptr), space
         )
     if module == "torch" and "torch" in sys.modules:
-        dtype = _torch_dtype(path, value.dtype)
+        dtype = torch_dtype(path, value.dtype)
         strides = tuple(s * dtype.itemsize for s in value.stride())
         space = "host" if value.device.type == "cpu" else f"cuda:{value.device.index or 0}"
         return _leaf(path, value, dtype, tuple(value.shape), strides, int(value.data_ptr()), space)
@@ -294,22 +295,6 @@ def _group(leaves: list[ArrayLeaf]) -> list[Region]:
         else:
             regions.append(Region(leaf.space, leaf.lo, leaf.hi, [leaf]))
     return regions
-
-
-def _torch_dtype(path: str, dtype: Any) -> np.dtype:
-    import ml_dtypes
-
-    name = str(dtype).removeprefix("torch.")
-    special = {
-        "bfloat16": ml_dtypes.bfloat16,
-        "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-        "float8_e5m2": ml_dtypes.float8_e5m2,
-        "bool": np.bool_,
-    }
-    try:
-        return np.dtype(special.get(name, name))
-    except TypeError:
-        raise TypeError(f"argument {path}: torch dtype {dtype} has no Triton equivalent") from None
 
 
 def _host_view(lo: int, hi: int) -> np.ndarray:
