@@ -57,19 +57,7 @@ class Session:
             return session._interpret(kernel, grid, args, kwargs)
 
         def autotuner_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-            configs = tuner.configs
-            choice = session.options.autotune_config
-            if not 0 <= choice < len(configs):
-                raise ValueError(f"autotune_config={choice} but {tuner.fn} has {len(configs)} configs")
-            config = configs[choice]
-            tuner.nargs = dict(zip(tuner.arg_names, args))
-            tuner.best_config = config
-            if config.pre_hook is not None:
-                config.pre_hook({**tuner.nargs, **kwargs, **config.all_kwargs()})
-            try:
-                return tuner.fn.run(*args, **kwargs, **config.all_kwargs())
-            finally:
-                tuner.nargs = None
+            return run_chosen_config(tuner, session.options.autotune_config, args, kwargs)
 
         setattr(run, _ACTIVE_MARK, True)
         jit.run = run
@@ -109,3 +97,23 @@ def interpret(options: Options | None = None, **overrides: Any) -> Session:
     if overrides:
         options = dataclasses.replace(options, **overrides)
     return Session(options)
+
+
+def run_chosen_config(tuner: Any, choice: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run an @triton.autotune kernel with one of its configs, without benchmarking the others.
+
+    Raises:
+        ValueError: there is no config of that index.
+    """
+    configs = tuner.configs
+    if not 0 <= choice < len(configs):
+        raise ValueError(f"autotune_config={choice} but {tuner.fn} has {len(configs)} configs")
+    config = configs[choice]
+    tuner.nargs = dict(zip(tuner.arg_names, args))
+    tuner.best_config = config
+    if config.pre_hook is not None:
+        config.pre_hook({**tuner.nargs, **kwargs, **config.all_kwargs()})
+    try:
+        return tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+    finally:
+        tuner.nargs = None

@@ -31,7 +31,7 @@ from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_targ
 from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
-from kernel_nb.session import _ACTIVE_MARK
+from kernel_nb.session import _ACTIVE_MARK, run_chosen_config
 from kernel_nb.trace import Launch, Pid, Trace
 
 Mode = Literal["gpu", "compare", "interpret"]
@@ -139,19 +139,7 @@ class GpuSession:
             return session._launch(kernel, grid, args, kwargs, selected)
 
         def autotuner_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-            configs = tuner.configs
-            choice = session.options.autotune_config
-            if not 0 <= choice < len(configs):
-                raise ValueError(f"autotune_config={choice} but {tuner.fn} has {len(configs)} configs")
-            config = configs[choice]
-            tuner.nargs = dict(zip(tuner.arg_names, args))
-            tuner.best_config = config
-            if config.pre_hook is not None:
-                config.pre_hook({**tuner.nargs, **kwargs, **config.all_kwargs()})
-            try:
-                return tuner.fn.run(*args, **kwargs, **config.all_kwargs())
-            finally:
-                tuner.nargs = None
+            return run_chosen_config(tuner, session.options.autotune_config, args, kwargs)
 
         setattr(run, _ACTIVE_MARK, True)
         jit.run = run
