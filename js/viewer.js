@@ -737,9 +737,12 @@ class Viewer {
     this.root.dataset.state = "ready";
   }
 
-  /** @param {string} message */
+  /** A program that could not be fetched: nothing of the previous program may stay on screen.
+   * @param {string} message */
   showError(message) {
     this.clearValue(message, true);
+    for (const c of [this.colorbar, this.hist]) c?.getContext("2d")?.clearRect(0, 0, c.width, c.height);
+    this.memoryPane?.replaceChildren(h("span", { class: "knb-error", text: message }));
   }
 
   /** @param {ValueReply} reply @param {ArrayBuffer[]} buffers */

@@ -255,6 +255,7 @@ def test_programs_left_out_of_the_page_say_so(tmp_path: Path, artifacts: Path):
             slide(page, "pid x", 7)
             page.wait_for_function(f"document.querySelector('{HEAT}').dataset.state === 'error'")
             label = page.locator(".knb-label").inner_text()
+            memory = page.locator(".knb-memory").inner_text()  # the previous program's maps are gone
             page.screenshot(path=str(artifacts / "export-partial.png"), full_page=True)
         finally:
             browser.close()
@@ -263,5 +264,6 @@ def test_programs_left_out_of_the_page_say_so(tmp_path: Path, artifacts: Path):
         "in pid order and the selected one); open the notebook in Jupyter for the others."
     )
     assert label == "program (7, 0, 0): not in this offline export; open the notebook in Jupyter"
+    assert memory == label
     assert errors == []
     assert refused == []
