@@ -177,7 +177,7 @@ class _Instrumenter:
         if not self.instrument:
             return [stmt]
         if isinstance(stmt, ast.Assign):
-            names = [n for target in stmt.targets for n in _target_names(target)]
+            names = [n for target in stmt.targets for n in target_names(target)]
             return [stmt, *(self.record_call(n, stmt.lineno, "assign", stmt, [stmt.value]) for n in names)]
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             target = ast.Name(stmt.target.id, ast.Load())
@@ -197,18 +197,19 @@ class _Instrumenter:
             return [stmt]
         head: list[ast.stmt] = [self._probe_call("loop_next", stmt)]
         if isinstance(stmt, ast.For):
-            head.extend(self.record_call(n, stmt.lineno, "loop", stmt) for n in _target_names(stmt.target))
+            head.extend(self.record_call(n, stmt.lineno, "loop", stmt) for n in target_names(stmt.target))
         stmt.body = head + body
         return [self._probe_call("loop_enter", stmt), stmt, self._probe_call("loop_exit", stmt)]
 
 
-def _target_names(target: ast.expr) -> list[str]:
+def target_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, *c)`)."""
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in _target_names(element)]
+        return [n for element in target.elts for n in target_names(element)]
     if isinstance(target, ast.Starred):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []
 
 

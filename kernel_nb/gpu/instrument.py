@@ -42,6 +42,7 @@ import triton
 import triton.language as tl
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.rewrite import target_names
 from kernel_nb.gpu.precision import StatementFacts, facts_of
 from kernel_nb.trace import Launch, Pid, Record
 
@@ -409,7 +410,7 @@ class _Body:
         if isinstance(stmt, (ast.For, ast.While)):
             head: list[ast.stmt] = []
             if isinstance(stmt, ast.For):
-                for name in _target_names(stmt.target):
+                for name in target_names(stmt.target):
                     head.extend(self.probe(name, stmt.lineno, "loop", []))
             stmt.body = head + self.block(stmt.body)
             stmt.orelse = self.block(stmt.orelse)
@@ -422,7 +423,7 @@ class _Body:
             stmt.body = self.block(stmt.body)
             return [stmt]
         if isinstance(stmt, ast.Assign):
-            names = [n for target in stmt.targets for n in _target_names(target)]
+            names = [n for target in stmt.targets for n in target_names(target)]
             return [stmt, *(p for n in names for p in self.probe(n, stmt.lineno, "assign", [stmt.value]))]
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             name = stmt.target.id
@@ -483,13 +484,3 @@ def _index(name: str, shape: tuple[int, ...] | None, rank: int) -> str:
 
 def _parse(source: str) -> list[ast.stmt]:
     return ast.parse(source).body
-
-
-def _target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in _target_names(element)]
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    return []
