@@ -309,7 +309,8 @@ def slow_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     timer = threading.Timer(2.0, _thread.interrupt_main)
     timer.start()
     try:
-        result = run(ip, "%%tkernel interpret\nslow_kernel[(1000,)](x, out, BLOCK=1)")
+        # one program at a time, so that the launch surely outlasts the timer
+        result = run(ip, "%%tkernel interpret --serial\nslow_kernel[(1000,)](x, out, BLOCK=1)")
     finally:
         timer.cancel()
 

@@ -101,7 +101,8 @@ def slow_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 def test_the_stop_button_ends_the_launch_and_leaves_the_arrays_unchanged(run_notebook):
-    launch = "%%tkernel interpret\nslow_kernel[(1000,)](x, out, BLOCK=1)"
+    # one program at a time, so that the launch surely outlasts the 3 s timeout
+    launch = "%%tkernel interpret --serial\nslow_kernel[(1000,)](x, out, BLOCK=1)"
     nb = run_notebook(
         notebook("%load_ext kernel_nb", KERNELS, SLOW, launch, "print(out.any(), _tk[0].status)"),
         allow_errors=True,
