@@ -84,26 +84,56 @@ class Summary:
         )
 
 
+@dataclass
+class SummaryColumns:
+    """`Summary.of` for each row of a 2-D array, computed together (bit-identical results).
+
+    Rows holding NaN or Inf keep an exact `Summary.of` in `exact`; the others are columns.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    mean: np.ndarray
+    size: int
+    exact: dict[int, Summary]
+
+    @staticmethod
+    def of(values: np.ndarray) -> SummaryColumns:
+        rows, size = values.shape
+        empty = np.zeros(rows)
+        if size == 0 or rows == 0:
+            return SummaryColumns(empty, empty, empty, size, {r: Summary.of(values[r]) for r in range(rows)})
+        if values.dtype.kind in "iu":
+            lo, hi = values.min(axis=1), values.max(axis=1)
+            return SummaryColumns(lo, hi, values.mean(axis=1, dtype=np.float64), size, {})
+        if values.dtype.kind == "b":
+            as_float = values.astype(np.float32)
+        else:
+            as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
+        dirty = np.flatnonzero(np.asarray((~np.isfinite(as_float)).any(axis=1)))
+        lo, hi = as_float.min(axis=1), as_float.max(axis=1)
+        mean = as_float.mean(axis=1, dtype=np.float64)
+        return SummaryColumns(lo, hi, mean, size, {int(r): Summary.of(values[r]) for r in dirty})
+
+    def row(self, r: int) -> Summary:
+        exact = self.exact.get(r)
+        if exact is not None:
+            return exact
+        return Summary(float(self.lo[r]), float(self.hi[r]), float(self.mean[r]), 0, 0, self.size)
+
+    def nonfinite(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: holds NaN, holds Inf."""
+        rows = len(self.lo)
+        nan, inf = np.zeros(rows, bool), np.zeros(rows, bool)
+        for r, summary in self.exact.items():
+            nan[r], inf[r] = summary.nan > 0, summary.inf > 0
+        return nan, inf
+
+
 def summary_rows(values: np.ndarray) -> list[Summary]:
-    """`Summary.of` for each row of a 2-D array, computed together (bit-identical results)."""
-    rows, size = values.shape
-    if size == 0 or rows == 0:
-        return [Summary.of(values[r]) for r in range(rows)]
-    if values.dtype.kind in "iu":
-        lo, hi = values.min(axis=1), values.max(axis=1)
-        mean = values.mean(axis=1, dtype=np.float64)
-        return [Summary(float(lo[r]), float(hi[r]), float(mean[r]), 0, 0, size) for r in range(rows)]
-    if values.dtype.kind == "b":
-        as_float = values.astype(np.float32)
-    else:
-        as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
-    dirty: np.ndarray = np.asarray((~np.isfinite(as_float)).any(axis=1))
-    lo, hi = as_float.min(axis=1), as_float.max(axis=1)
-    mean = as_float.mean(axis=1, dtype=np.float64)
-    return [
-        Summary.of(values[r]) if dirty[r] else Summary(float(lo[r]), float(hi[r]), float(mean[r]), 0, 0, size)
-        for r in range(rows)
-    ]
+    """`Summary.of` for each row of a 2-D array (see SummaryColumns)."""
+    columns = SummaryColumns.of(values)
+    return [columns.row(r) for r in range(values.shape[0])]
 
 
 @dataclass
@@ -167,11 +197,106 @@ class MemoryEvent:
 
 
 @dataclass
+class RecordBlock:
+    """One statement's values for a batch of programs, as columns: the batched strategy records
+    these, and each program's `Record` is built from its row when the program's records are read."""
+
+    stmt: int
+    seq: int
+    call_path: tuple[str, ...]
+    iteration: tuple[int, ...]
+    dtype: str
+    shape: tuple[int, ...]
+    summaries: SummaryColumns
+    values: np.ndarray | None
+    pointer_args: list[str | None]
+    value_rows: np.ndarray | None = None  # row → index in `values` (-1: not kept); None: all rows
+
+    def value(self, row: int) -> np.ndarray | None:
+        if self.values is None:
+            return None
+        if self.value_rows is None:
+            return self.values[row]
+        at = int(self.value_rows[row])
+        return self.values[at] if at >= 0 else None
+
+    def record(self, row: int, keep: bool) -> Record:
+        value = self.value(row) if keep else None
+        return Record(
+            self.stmt,
+            self.seq,
+            self.call_path,
+            self.iteration,
+            self.dtype,
+            self.shape,
+            self.summaries.row(row),
+            value,
+            self.pointer_args[row],
+        )
+
+
+class Records(list):  # type: ignore[type-arg]
+    """A program's records; rows of `RecordBlock`s become `Record`s on first use.
+
+    A launch of thousands of programs then costs no Python object per program and statement until
+    someone looks at a program.
+    """
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.pending: list[tuple[RecordBlock, int]] = []
+        self.keep_values = True
+
+    def defer(self, block: RecordBlock, row: int) -> None:
+        self.pending.append((block, row))
+
+    def value_bytes(self) -> int:
+        """Bytes of the values this program holds (pending rows included)."""
+        held = sum(r.value.nbytes for r in list.__iter__(self) if r.value is not None)
+        pending = (block.value(row) for block, row in self.pending)
+        return held + sum(v.nbytes for v in pending if v is not None)
+
+    def _fill(self) -> None:
+        if self.pending:
+            pending, self.pending = self.pending, []
+            list.extend(self, (block.record(row, self.keep_values) for block, row in pending))
+
+    def __len__(self) -> int:
+        return list.__len__(self) + len(self.pending)
+
+    def __iter__(self) -> Iterator[Record]:
+        self._fill()
+        return list.__iter__(self)
+
+    def __getitem__(self, index: Any) -> Any:
+        self._fill()
+        return list.__getitem__(self, index)
+
+    def __eq__(self, other: object) -> bool:
+        self._fill()
+        return list.__eq__(self, other)
+
+    def __repr__(self) -> str:
+        self._fill()
+        return list.__repr__(self)
+
+    def append(self, record: Record) -> None:
+        self._fill()
+        list.append(self, record)
+
+    def __reduce__(self) -> Any:
+        self._fill()
+        return (Records, (list(list.__iter__(self)),))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass
 class ProgramTrace:
     """Everything one program recorded."""
 
     pid: Pid
-    records: list[Record] = field(default_factory=list)
+    records: list[Record] = field(default_factory=Records)
     events: list[MemoryEvent] = field(default_factory=list)
     stdout: str = ""
     kept: bool = False

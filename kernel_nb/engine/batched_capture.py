@@ -11,7 +11,7 @@ import numpy as np
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.capture import Recorder, report_origin
-from kernel_nb.trace import Pid, ProgramTrace, Record, Summary, summary_rows
+from kernel_nb.trace import Pid, ProgramTrace, RecordBlock, Records, SummaryColumns
 
 
 class BatchRecorder(Recorder):
@@ -26,6 +26,8 @@ class BatchRecorder(Recorder):
             [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
         )
         self.programs = [ProgramTrace(pid, kept=bool(k)) for pid, k in zip(pids, self.keep_rows)]
+        for program in self.programs:
+            program.records.keep_values = program.kept  # type: ignore[attr-defined]
         self.program = self.programs[0]
         self.keep = bool(self.keep_rows.any())
         self.seq = 0
@@ -44,19 +46,22 @@ class BatchRecorder(Recorder):
         seq = self.next_seq()
         call_path, iteration = self.call_path, self.iteration
         flat = rows.reshape(len(self.batch), -1)
-        summaries = summary_rows(np.ascontiguousarray(flat))
+        summaries = SummaryColumns.of(np.ascontiguousarray(flat))
+        values, value_rows = None, None
         if self.keep_rows.all():
-            kept: list[np.ndarray | None] = list(np.array(rows, copy=True))
-        elif self.keep_rows.any():
-            kept = [np.array(row, copy=True) if k else None for row, k in zip(rows, self.keep_rows)]
-        else:
-            kept = [None] * len(self.batch)
+            values = np.array(rows, copy=True)
+        elif self.keep:  # only the rows of programs that can be kept
+            picked = np.flatnonzero(self.keep_rows)
+            values = np.array(rows[picked], copy=True)
+            value_rows = np.full(len(self.batch), -1)
+            value_rows[picked] = np.arange(picked.size)
+        block = RecordBlock(
+            stmt, seq, call_path, iteration, dtype, shape, summaries, values, pointer_args, value_rows
+        )
         for r, program in enumerate(self.programs):
-            program.records.append(
-                Record(stmt, seq, call_path, iteration, dtype, shape, summaries[r], kept[r], pointer_args[r])
-            )
+            program.records.defer(block, r)  # type: ignore[attr-defined]
         if self.observations is not None:
-            self._batch_nonfinite(stmt, rows, summaries)
+            self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
 
     def _extract_batch(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], list[str | None]] | None:
         batch = len(self.batch)
@@ -79,11 +84,9 @@ class BatchRecorder(Recorder):
         data, dtype, shape, arg = single
         return np.broadcast_to(data, (batch, *data.shape)), dtype, shape, [arg] * batch
 
-    def _batch_nonfinite(self, stmt: int, rows: np.ndarray, summaries: list[Summary]) -> None:
+    def _batch_nonfinite(self, stmt: int, rows: np.ndarray, has_nan: np.ndarray, has_inf: np.ndarray) -> None:
         info = self.statement_info[stmt]
         frame = self.frames[-1]
-        has_nan = np.array([s.nan > 0 for s in summaries])
-        has_inf = np.array([s.inf > 0 for s in summaries])
         if (has_nan.any() or has_inf.any()) and info.kind in ("assign", "augassign"):
             batch = len(self.batch)
             none = np.zeros(batch, bool)
@@ -125,8 +128,10 @@ class BatchRecorder(Recorder):
     def trim(self) -> None:
         """Apply the capture budget in program order, as the serial strategy does as it goes."""
         for program in self.programs:
+            records = program.records
+            assert isinstance(records, Records)
             if program.kept and self.kept_bytes < self.budget:
-                self.kept_bytes += sum(r.value.nbytes for r in program.records if r.value is not None) + sum(
+                self.kept_bytes += records.value_bytes() + sum(
                     a.nbytes
                     for e in program.events
                     for a in (e.indices, e.mask, e.values, e.before)
@@ -134,7 +139,6 @@ class BatchRecorder(Recorder):
                 )
                 continue
             program.kept = False
-            for record in program.records:
-                record.value = None
+            records.keep_values = False
             for event in program.events:
                 event.indices = event.mask = event.values = event.before = None
