@@ -329,9 +329,24 @@ class TKernelMagics(Magics):
         progress = None if quiet else Progress()
         options = dataclasses.replace(options, progress=progress)
         session = kernel_nb.interpret(options) if ir is None else GpuSession(options, ir)
+        value = self._run_in(session, cell, progress, lambda: session.trace, name)
+        if not quiet:
+            display(_viewer(session.trace))
+        return value
+
+    def _run_in(
+        self,
+        session: Any,
+        cell: str,
+        progress: Progress | None,
+        result: Callable[[], object],
+        name: str | None,
+    ) -> Any:
+        """Run the cell inside a session; whatever happens, bind `result()` (the trace) to _tk and `name`."""
+        __tracebackhide__ = True
         try:
             with session:
-                value = self._run_cell(cell)
+                return self._run_cell(cell)
         except LaunchInterrupted as exc:
             raise CellInterrupted(
                 interrupted_message(exc), kernel=exc.kernel, pid=exc.pid, launch=exc.launch
@@ -339,10 +354,7 @@ class TKernelMagics(Magics):
         finally:
             if progress is not None:
                 progress.close()
-            self._bind(session.trace, name)
-        if not quiet:
-            display(_viewer(session.trace))
-        return value
+            self._bind(result(), name)
 
     def _run_cell(self, cell: str) -> Any:
         """Execute the cell body in the user namespace; return the value of a trailing expression.

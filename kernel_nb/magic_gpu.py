@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.display import Image, display
 
-from kernel_nb.errors import LaunchInterrupted
 from kernel_nb.gpu.session import GpuOptions, GpuSession
 from kernel_nb.options import Options
 
@@ -77,21 +76,13 @@ def run_cell(
 ) -> Any:
     """Run a ``gpu`` or ``compare`` cell; bind and display what it produced. Returns the cell's value."""
     __tracebackhide__ = True
-    from kernel_nb.magic import CellInterrupted, Progress, interrupted_message
+    from kernel_nb.magic import Progress
 
     progress = None if quiet or mode == "gpu" else Progress()
     session = GpuSession(dataclasses.replace(options, progress=progress), gpu_options(mode, args))
-    try:
-        with session:
-            value = magics._run_cell(cell)
-    except LaunchInterrupted as exc:
-        raise CellInterrupted(
-            interrupted_message(exc), kernel=exc.kernel, pid=exc.pid, launch=exc.launch
-        ) from exc
-    finally:
-        if progress is not None:
-            progress.close()
-        magics._bind(session.gpu if mode == "gpu" else session.trace, args.name)
+    value = magics._run_in(
+        session, cell, progress, lambda: session.gpu if mode == "gpu" else session.trace, args.name
+    )
     if not quiet:
         show(session, mode)
     return value
