@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-DEFAULT_BUDGET = 512 << 20
+DEFAULT_BUDGET = 64 << 20  # other programs are replayed from the launch's inputs when looked at
 
 PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
