@@ -220,7 +220,7 @@ class RecordBlock:
         at = int(self.value_rows[row])
         return self.values[at] if at >= 0 else None
 
-    def record(self, row: int, keep: bool) -> Record:
+    def build(self, row: int, keep: bool) -> Record:
         value = self.value(row) if keep else None
         return Record(
             self.stmt,
@@ -234,37 +234,90 @@ class RecordBlock:
             self.pointer_args[row],
         )
 
+    def row_bytes(self) -> int:
+        """Bytes of one kept row's value."""
+        return 0 if self.values is None else self.values[0].nbytes if len(self.values) else 0
 
-class Records(list):  # type: ignore[type-arg]
-    """A program's records; rows of `RecordBlock`s become `Record`s on first use.
 
-    A launch of thousands of programs then costs no Python object per program and statement until
-    someone looks at a program.
+@dataclass
+class EventBlock:
+    """One memory access of a batch of programs, as columns (see RecordBlock).
+
+    Attributes:
+        arg: the argument rows with an active lane access.
+        active, lo, hi: per row (see MemoryEvent).
+        indices, mask, values, before: per kept row (`kept_rows` maps a row to its index here).
+    """
+
+    kind: str
+    seq: int
+    file: str
+    line: int
+    arg: str | None
+    active: list[int]
+    lo: list[int]
+    hi: list[int]
+    indices: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    values: np.ndarray | None = None
+    before: np.ndarray | None = None
+    kept_rows: np.ndarray | None = None  # row → index in the arrays (-1: not kept); None: all rows
+
+    def build(self, row: int, keep: bool) -> MemoryEvent:
+        live = self.active[row] > 0
+        event = MemoryEvent(
+            self.kind,
+            self.seq,
+            self.file,
+            self.line,
+            self.arg if live else None,
+            self.active[row],
+            self.lo[row],
+            self.hi[row],
+        )
+        at = row if self.kept_rows is None else int(self.kept_rows[row])
+        if keep and at >= 0 and self.mask is not None:
+            event.mask = self.mask[at]
+            event.indices = None if self.indices is None or not live else self.indices[at]
+            event.values = None if self.values is None else self.values[at]
+            event.before = None if self.before is None else self.before[at]
+        return event
+
+    def row_bytes(self) -> np.ndarray | int:
+        """Per row, bytes of its arrays when kept (rows with no active lane hold no indices)."""
+        held = sum(a[0].nbytes for a in (self.mask, self.values, self.before) if a is not None and len(a))
+        if self.indices is None or not len(self.indices):
+            return held
+        return held + np.where(np.asarray(self.active) > 0, self.indices[0].nbytes, 0)
+
+
+class Deferred(list):  # type: ignore[type-arg]
+    """A program's records or events; rows of blocks (`RecordBlock`, `EventBlock`) become objects on
+    first use. All programs of a batch run the same statements, so they share one list of blocks,
+    each reading its own row: a launch of thousands of programs costs no Python object per program
+    and statement until someone looks at a program.
     """
 
     def __init__(self, items: Any = ()) -> None:
         super().__init__(items)
-        self.pending: list[tuple[RecordBlock, int]] = []
+        self.blocks: list[Any] = []
+        self.row = 0
         self.keep_values = True
 
-    def defer(self, block: RecordBlock, row: int) -> None:
-        self.pending.append((block, row))
-
-    def value_bytes(self) -> int:
-        """Bytes of the values this program holds (pending rows included)."""
-        held = sum(r.value.nbytes for r in list.__iter__(self) if r.value is not None)
-        pending = (block.value(row) for block, row in self.pending)
-        return held + sum(v.nbytes for v in pending if v is not None)
+    def share(self, blocks: list[Any], row: int) -> None:
+        """Take this program's rows from `blocks` (the list keeps growing while the batch runs)."""
+        self._fill()
+        self.blocks, self.row = blocks, row
 
     def _fill(self) -> None:
-        if self.pending:
-            pending, self.pending = self.pending, []
-            list.extend(self, (block.record(row, self.keep_values) for block, row in pending))
+        if self.blocks:
+            blocks, self.blocks = self.blocks, []
+            list.extend(self, (block.build(self.row, self.keep_values) for block in blocks))
 
     def __len__(self) -> int:
-        return list.__len__(self) + len(self.pending)
+        return list.__len__(self) + len(self.blocks)
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> Iterator[Any]:
         self._fill()
         return list.__iter__(self)
 
@@ -280,15 +333,23 @@ class Records(list):  # type: ignore[type-arg]
         self._fill()
         return list.__repr__(self)
 
-    def append(self, record: Record) -> None:
+    def append(self, item: Any) -> None:
         self._fill()
-        list.append(self, record)
+        list.append(self, item)
 
     def __reduce__(self) -> Any:
         self._fill()
-        return (Records, (list(list.__iter__(self)),))
+        return (type(self), (list(list.__iter__(self)),))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class Records(Deferred):
+    """A program's records (see Deferred)."""
+
+
+class Events(Deferred):
+    """A program's memory events (see Deferred)."""
 
 
 @dataclass
@@ -297,7 +358,7 @@ class ProgramTrace:
 
     pid: Pid
     records: list[Record] = field(default_factory=Records)
-    events: list[MemoryEvent] = field(default_factory=list)
+    events: list[MemoryEvent] = field(default_factory=Events)
     stdout: str = ""
     kept: bool = False
 

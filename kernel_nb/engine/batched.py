@@ -30,6 +30,7 @@ from kernel_nb.engine.batched_builder import (
 )
 from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_hooks import BatchGuard
+from kernel_nb.engine.batched_intervals import NeedsPrecise
 from kernel_nb.engine.run import LaunchContext
 from kernel_nb.errors import LaunchInterrupted
 from kernel_nb.options import Options
@@ -65,6 +66,8 @@ class BatchedRun(LaunchContext):
 
     recorder: BatchRecorder
     guard: BatchGuard
+    precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched_intervals)
+    note = ""  # how the launch was kept track of, for Launch.strategy_note
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -84,6 +87,11 @@ class BatchedRun(LaunchContext):
 
     def run(self, order: list[Pid]) -> None:
         engine, launch = self.engine, self.launch
+        why_precise = self.precise or self.guard.ranges_apply()
+        if why_precise is None and "atomic_" in _source(self.fn):
+            why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
+        self.guard.precise = why_precise is not None
+        self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
         progress = engine.options.progress
         previous, engine._active = engine._active, self
         done = 0
@@ -164,11 +172,11 @@ class BatchedRun(LaunchContext):
             ):
                 kernel(**values)
         except Divergence as split:
-            self.guard.undo.rollback()
+            self.guard.rollback()
             for group in _groups(pids, split.values):
                 self._run_group(stock, kernel, values, group)
             return
-        except (BatchUnsupported, KeyboardInterrupt):
+        except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):
             raise
         except Exception as exc:  # the serial strategy reports it with the failing program's id
             raise BatchUnsupported(f"{type(exc).__name__} in a batch") from exc
@@ -177,6 +185,13 @@ class BatchedRun(LaunchContext):
         self.recorder.trim()
         for program in self.recorder.programs:
             self.launch.programs[program.pid] = program
+
+
+def _source(fn: Callable[..., Any]) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
 
 
 def _groups(pids: list[Pid], values: np.ndarray) -> list[list[Pid]]:

@@ -56,10 +56,27 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
 
     pids: np.ndarray
     atomic_rows: tuple[np.ndarray, np.ndarray]
+    pointer_cast: bool  # a pointer was made from an integer or another pointer type
 
     @staticmethod
     def attributes(pids: np.ndarray, grid: tuple[int, int, int]) -> dict[str, Any]:
-        return {"pids": pids, "grid_dim": grid, "grid_idx": tuple(int(v) for v in pids[0])}
+        return {
+            "pids": pids,
+            "grid_dim": grid,
+            "grid_idx": tuple(int(v) for v in pids[0]),
+            "pointer_cast": False,
+        }
+
+    # -- pointers that may not step in whole elements of their argument --------------------------
+
+    def create_int_to_ptr(self, val: Any, type: Any) -> Any:
+        self.pointer_cast = True
+        return super().create_int_to_ptr(val, type)
+
+    def create_bitcast(self, src: Any, dst_type: Any) -> Any:
+        if np.asarray(src.data).dtype == np.uint64:  # pointers are held as uint64 addresses
+            self.pointer_cast = True
+        return super().create_bitcast(src, dst_type)
 
     # -- constants and program ids -----------------------------------------------------------
 

@@ -11,7 +11,7 @@ import numpy as np
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.capture import Recorder, report_origin
-from kernel_nb.trace import Pid, ProgramTrace, RecordBlock, Records, SummaryColumns
+from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns
 
 
 class BatchRecorder(Recorder):
@@ -26,8 +26,17 @@ class BatchRecorder(Recorder):
             [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
         )
         self.programs = [ProgramTrace(pid, kept=bool(k)) for pid, k in zip(pids, self.keep_rows)]
-        for program in self.programs:
-            program.records.keep_values = program.kept  # type: ignore[attr-defined]
+        # every program of the batch runs the same statements: they share the blocks, one row each
+        self.record_blocks: list[RecordBlock] = []
+        self.event_blocks: list[EventBlock] = []
+        for r, program in enumerate(self.programs):
+            records, events = program.records, program.events
+            assert isinstance(records, Deferred) and isinstance(events, Deferred)
+            records.share(self.record_blocks, r)
+            events.share(self.event_blocks, r)
+            records.keep_values = events.keep_values = program.kept
+        picked = np.flatnonzero(self.keep_rows)
+        self.kept_index = None if picked.size == len(pids) else picked
         self.program = self.programs[0]
         self.keep = bool(self.keep_rows.any())
         self.seq = 0
@@ -48,18 +57,13 @@ class BatchRecorder(Recorder):
         flat = rows.reshape(len(self.batch), -1)
         summaries = SummaryColumns.of(np.ascontiguousarray(flat))
         values, value_rows = None, None
-        if self.keep_rows.all():
-            values = np.array(rows, copy=True)
-        elif self.keep:  # only the rows of programs that can be kept
-            picked = np.flatnonzero(self.keep_rows)
-            values = np.array(rows[picked], copy=True)
-            value_rows = np.full(len(self.batch), -1)
-            value_rows[picked] = np.arange(picked.size)
-        block = RecordBlock(
-            stmt, seq, call_path, iteration, dtype, shape, summaries, values, pointer_args, value_rows
+        if self.keep:  # only the rows of programs that can be kept
+            values, value_rows = self.kept_rows(rows), self.kept_row_map()
+        self.record_blocks.append(
+            RecordBlock(
+                stmt, seq, call_path, iteration, dtype, shape, summaries, values, pointer_args, value_rows
+            )
         )
-        for r, program in enumerate(self.programs):
-            program.records.defer(block, r)  # type: ignore[attr-defined]
         if self.observations is not None:
             self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
 
@@ -125,20 +129,32 @@ class BatchRecorder(Recorder):
             pid = self.batch[r]
             yield pid, self.order_of(pid), lanes, row_of
 
+    def kept_rows(self, rows: np.ndarray) -> np.ndarray:
+        """A copy of the rows of programs that can be kept."""
+        if self.kept_index is None:
+            return np.array(rows, copy=True)
+        return np.array(rows[self.kept_index], copy=True)
+
+    def kept_row_map(self) -> np.ndarray | None:
+        """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
+        if self.kept_index is None:
+            return None
+        index = np.full(len(self.batch), -1)
+        index[self.kept_index] = np.arange(self.kept_index.size)
+        return index
+
     def trim(self) -> None:
         """Apply the capture budget in program order, as the serial strategy does as it goes."""
-        for program in self.programs:
-            records = program.records
-            assert isinstance(records, Records)
+        sizes = np.zeros(len(self.batch), np.int64)
+        for record in self.record_blocks:
+            sizes += record.row_bytes()
+        for event in self.event_blocks:
+            sizes += event.row_bytes()
+        for program, size in zip(self.programs, sizes.tolist()):
             if program.kept and self.kept_bytes < self.budget:
-                self.kept_bytes += records.value_bytes() + sum(
-                    a.nbytes
-                    for e in program.events
-                    for a in (e.indices, e.mask, e.values, e.before)
-                    if a is not None
-                )
+                self.kept_bytes += size
                 continue
             program.kept = False
-            records.keep_values = False
-            for event in program.events:
-                event.indices = event.mask = event.values = event.before = None
+            for deferred in (program.records, program.events):
+                assert isinstance(deferred, Deferred)
+                deferred.keep_values = False

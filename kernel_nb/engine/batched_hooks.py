@@ -4,37 +4,86 @@ the bookkeeping that tells when running programs together would differ from runn
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.batched_builder import BatchUnsupported
 from kernel_nb.engine.batched_capture import BatchRecorder
+from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
 from kernel_nb.engine.hooks import MemoryGuard
-from kernel_nb.trace import MemoryEvent
+from kernel_nb.trace import EventBlock, MemoryEvent
+
+_NO_ADDRESS = np.iinfo(np.uint64).max
+
+
+class UndoLog:
+    """What a batch changed, to be put back (latest first) when the batch must be split."""
+
+    def __init__(self) -> None:
+        self.steps: list[Callable[[], None]] = []
+
+    def remember(self, target: np.ndarray, index: np.ndarray) -> None:
+        """Keep what `target[index]` holds, before it is assigned to (the arena or bookkeeping)."""
+        old = target[index].copy()
+        self.steps.append(lambda: target.__setitem__(index, old))
+
+    def stored(self, addresses: np.ndarray, old: np.ndarray) -> None:
+        """Keep the values a store at host `addresses` overwrote."""
+        self.steps.append(lambda: triton_compat.raw_store(addresses, old))
+
+    def rollback(self) -> None:
+        for step in reversed(self.steps):
+            step()
+        self.steps.clear()
 
 
 @dataclass
-class UndoLog:
-    """What a batch changed, to be put back when the batch must be split."""
+class _Access:
+    """The access being made, as the range check saw it (interval bookkeeping only).
 
-    memory: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-    arrays: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    Attributes:
+        flat: (rows, lanes) host addresses.
+        active: (rows, lanes) active lanes, None when all are.
+        arg: the one argument every active lane falls in.
+        lo, hi: per row, the map indices [lo, hi) its active lanes span (empty for no active lane).
+        direct: the elements can be moved with numpy on the argument's copy (the pointer type is the
+            argument's own, never cast), rather than through the interpreter's address-based copy.
+    """
 
-    def remember(self, target: np.ndarray, index: np.ndarray) -> None:
-        self.arrays.append((target, index, target[index].copy()))
+    addresses: np.ndarray
+    flat: np.ndarray
+    active: np.ndarray | None
+    arg: BufferArg
+    lo: np.ndarray
+    hi: np.ndarray
+    direct: bool
+    _index: np.ndarray | None = None
 
-    def rollback(self) -> None:
-        for addresses, old in reversed(self.memory):
-            triton_compat.raw_store(addresses, old)
-        for target, index, old in reversed(self.arrays):
-            target[index] = old
-        self.memory.clear()
-        self.arrays.clear()
+    def index(self) -> np.ndarray:
+        """(rows, lanes) map indices of every lane (masked lanes: whatever their address gives)."""
+        if self._index is None:
+            arg = self.arg
+            index = np.subtract(self.flat.view(np.int64), np.int64(arg.lo))
+            if arg.itemsize & (arg.itemsize - 1) == 0:
+                np.right_shift(index, arg.itemsize.bit_length() - 1, out=index)
+            else:
+                np.floor_divide(index, arg.itemsize, out=index)
+            self._index = index
+        return self._index
+
+    def gather(self, view: np.ndarray) -> np.ndarray:
+        """view[index] for every lane; 0 for masked lanes."""
+        index = self.index()
+        if self.active is None:
+            return view[index]
+        return np.where(self.active, view[np.where(self.active, index, 0)], np.zeros((), view.dtype))
 
 
 class BatchGuard(MemoryGuard):
@@ -44,6 +93,10 @@ class BatchGuard(MemoryGuard):
     recorder: BatchRecorder
     builder: Any  # the interpreter's builder while it is batched (for per-program atomic values)
 
+    precise: bool = True  # per-element bookkeeping; otherwise ranges (batched_intervals)
+    book: IntervalBook
+    _access: _Access | None = None
+
     def share_aliases(self) -> None:
         """Arguments that are the same array (an in-place kernel given x twice) share their access
         state, so that one program writing through one name and another reading through the other
@@ -52,43 +105,134 @@ class BatchGuard(MemoryGuard):
         for b in self.buffers:
             key = (b.lo, b.hi, b.itemsize)
             first = canonical.setdefault(key, b.name)
-            self._plain_writer[b.name] = self._plain_writer[first]
+            self._plain_writer.share(b.name, first)
         self._canonical = canonical
+        spans = sorted((b.lo, b.hi) for b in self.buffers)
+        self._partial_overlap = any(
+            next_lo < hi and (lo, hi) != (next_lo, next_hi)
+            for (lo, hi), (next_lo, next_hi) in itertools.pairwise(spans)
+        )
+        self.book = IntervalBook(
+            self.launch.buffers,
+            {b.name: canonical[(b.lo, b.hi, b.itemsize)] for b in self.buffers},
+            self.launch.grid[0] * self.launch.grid[1] * self.launch.grid[2],
+        )
+
+    def ranges_apply(self) -> str | None:
+        """Why range bookkeeping cannot serve this launch (None: it can)."""
+        if self._partial_overlap:
+            return "arguments overlap in part"
+        if self.initialised:
+            return "uninitialised-read detection"
+        return None
+
+    def _precise_state(self) -> None:
+        if hasattr(self, "_atomic_line"):
+            return
         # the latest program (in launch order) that read each element with a plain load
         self._plain_reader = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
+        self._atomic_line = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
+        self._atomic_writer = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
         for b in self.buffers:
-            self._plain_reader[b.name] = self._plain_reader[canonical[(b.lo, b.hi, b.itemsize)]]
+            first = self._canonical[(b.lo, b.hi, b.itemsize)]
+            self._plain_reader[b.name] = self._plain_reader[first]
+            self._atomic_line[b.name] = self._atomic_line[first]
+            self._atomic_writer[b.name] = self._atomic_writer[first]
 
     def begin_batch(self) -> None:
         self._linear = np.array([self.launch.linear(pid) for pid in self.recorder.batch], dtype=np.int32)
         self.undo = UndoLog()
         self.pairs: list[tuple[str, np.ndarray, np.ndarray, bool, bool]] = []
-        if not hasattr(self, "_atomic_line"):
-            self._atomic_line = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
-            self._atomic_writer = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
-            for b in self.buffers:
-                first = self._canonical[(b.lo, b.hi, b.itemsize)]
-                self._atomic_line[b.name] = self._atomic_line[first]
-                self._atomic_writer[b.name] = self._atomic_writer[first]
+        if self.precise:
+            self._precise_state()
+        else:
+            self.book.begin_batch(self._linear)
+
+    def rollback(self) -> None:
+        """Undo the batch (its programs run again in groups)."""
+        self.undo.rollback()
+        if not self.precise:
+            self.book.rollback()
 
     def lanes(self, ptrs: Any, mask: Any, *others: Any) -> tuple[np.ndarray, np.ndarray]:
-        arrays = [ptrs.data] + [o.data for o in others if o is not None]
-        if mask is not None:
-            arrays.append(np.asarray(mask.data))
         shape = (len(self.recorder.batch), *ptrs.data.shape[1:])  # every program gets its own lanes
         addresses = np.broadcast_to(ptrs.data, shape)
-        active = (
-            np.broadcast_to(np.asarray(mask.data, bool), shape) if mask is not None else np.ones(shape, bool)
-        )
+        active = np.broadcast_to(np.asarray(mask.data, bool) if mask is not None else np.True_, shape)
         return addresses, active
 
     def check(
         self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
     ) -> None:
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
-        if not self._in_bounds(addresses[active], itemsize).all():
-            # which program fails first is defined by the serial order: let it say so
-            raise BatchUnsupported("an access out of bounds")
+        self._access = None
+        if self.precise:
+            if not self._in_bounds(addresses[active], itemsize).all():
+                # which program fails first is defined by the serial order: let it say so
+                raise BatchUnsupported("an access out of bounds")
+            return
+        batch = addresses.shape[0]
+        flat = addresses.reshape(batch, -1)
+        given = active.reshape(batch, -1)
+        lanes: np.ndarray | None = None
+        if bool(given.all()):
+            low, high = flat.min(axis=1), flat.max(axis=1)
+        else:
+            lanes = given
+            low = flat.min(axis=1, where=given, initial=_NO_ADDRESS)
+            high = flat.max(axis=1, where=given, initial=0)
+        live = low <= high
+        if flat.shape[1] == 0 or not live.any():
+            return
+        first, last = low[live].min(), high[live].max()
+        arg = self.buffer_at(int(first))
+        if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
+            if not self._in_bounds(addresses[active], itemsize).all():
+                raise BatchUnsupported("an access out of bounds")
+            raise NeedsPrecise("an access spans several arguments")
+        size = arg.itemsize
+        lo = np.where(live, (low - np.uint64(arg.lo)).astype(np.int64) // size, 0)
+        hi = np.where(live, (high - np.uint64(arg.lo)).astype(np.int64) // size + 1, 0)
+        direct = (
+            itemsize == size
+            and not getattr(self.builder, "pointer_cast", True)
+            and triton_compat.pointer_element_np(ptrs).itemsize == size
+        )
+        self._access = _Access(addresses, flat, lanes, arg, lo, hi, direct)
+
+    def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
+        access = self._access
+        if self.precise or access is None or not access.direct:
+            return load()
+        dtype = triton_compat.pointer_element_np(ptrs)
+        values = access.gather(_view(access.arg, dtype))
+        if access.active is not None and other is not None:
+            values = np.where(
+                access.active,
+                values,
+                np.broadcast_to(other.data, access.addresses.shape).reshape(values.shape),
+            )
+        return triton_compat.TensorHandle(
+            values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
+        )
+
+    def store(
+        self, store: Callable[[], Any], addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, value: Any
+    ) -> tuple[np.ndarray, Any, np.ndarray | None]:
+        access = self._access
+        if self.precise or access is None or not access.direct:
+            return super().store(store, addresses, active, dtype, value)
+        view = _view(access.arg, dtype)
+        before = access.gather(view)
+        index = access.index()
+        values = np.broadcast_to(value.data, addresses.shape).reshape(index.shape)
+        old = before
+        if access.active is not None:
+            index, values, old = index[access.active], values[access.active], before[access.active]
+        view[index] = values
+        self.undo.steps.append(lambda: view.__setitem__(index, old))
+        after = access.gather(view) if self.recorder.keep else None
+        shape = addresses.shape
+        return before.reshape(shape), None, None if after is None else after.reshape(shape)
 
     def assertion_failed(self) -> None:
         raise BatchUnsupported("a failed device_assert")
@@ -107,7 +251,13 @@ class BatchGuard(MemoryGuard):
         flat = rows.reshape(batch, -1)
         if flat.shape[1] == 0:
             return rows.astype(np.int64), [None] * batch
-        firsts = [self.buffer_at(int(a)) for a in flat[:, 0]]
+        heads = flat[:, 0]
+        low, high = int(heads.min()), int(heads.max())
+        one = self.buffer_at(low)
+        if one is not None and self.ranges_apply() is None and one.lo <= low and high < one.hi:
+            # every program points into one argument (the usual case): no lookup per program
+            return (rows.astype(np.int64) - one.ptr) // one.itemsize, [one.name] * batch
+        firsts = [self.buffer_at(int(a)) for a in heads]
         bases = np.array([a.ptr if a is not None else 0 for a in firsts], dtype=np.int64)
         sizes = np.array([a.itemsize if a is not None else 1 for a in firsts], dtype=np.int64)
         shape = (batch,) + (1,) * (rows.ndim - 1)
@@ -124,6 +274,9 @@ class BatchGuard(MemoryGuard):
         reads: bool = False,
         writes: bool = False,
     ) -> None:
+        if not self.precise:
+            self._ranged_event(kind, addresses, active, values, before, reads, writes)
+            return
         file, line = self.locate()
         recorder = self.recorder
         seq = recorder.next_seq()
@@ -178,6 +331,55 @@ class BatchGuard(MemoryGuard):
                 event.before = None if before_rows is None else before_rows[r]
             program.events.append(event)
 
+    def _ranged_event(
+        self,
+        kind: str,
+        addresses: np.ndarray,
+        active: np.ndarray,
+        values: np.ndarray | None,
+        before: np.ndarray | None,
+        reads: bool,
+        writes: bool,
+    ) -> None:
+        """`event` with range bookkeeping (the access was seen by `check`)."""
+        file, line = self.locate()
+        recorder = self.recorder
+        seq = recorder.next_seq()
+        access, self._access = self._access, None
+        batch = addresses.shape[0]
+        if access is not None:
+            arg = access.arg
+            self.book.access(arg.name, reads, writes, access.lo, access.hi, access.index(), access.active)
+            lanes = access.flat.shape[1]
+            counts = np.full(batch, lanes) if access.active is None else access.active.sum(axis=1)
+            live = access.lo < access.hi
+            lows = np.where(live, access.lo - arg.origin, 0).tolist()
+            highs = np.where(live, access.hi - arg.origin, 0).tolist()
+        else:
+            counts = np.zeros(batch, np.int64)
+            lows = highs = [0] * batch
+        block = EventBlock(
+            kind,
+            seq,
+            file,
+            line,
+            access.arg.name if access is not None else None,
+            counts.tolist(),
+            lows,
+            highs,
+        )
+        if recorder.keep:
+            block.kept_rows = recorder.kept_row_map()
+            block.mask = recorder.kept_rows(active)
+            if values is not None:
+                block.values = recorder.kept_rows(np.broadcast_to(values, addresses.shape))
+            if before is not None:
+                block.before = recorder.kept_rows(before)
+            if access is not None:
+                offsets = access.index() - access.arg.origin
+                block.indices = recorder.kept_rows(offsets.reshape(addresses.shape))
+        recorder.event_blocks.append(block)
+
     def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:
         """Per program, the argument its first active lane points into (None: no active lane)."""
         live = counts > 0
@@ -191,6 +393,8 @@ class BatchGuard(MemoryGuard):
         return [self.buffer_at(int(a)) if c else None for a, c in zip(firsts, live)]
 
     def before_read(self, addresses: np.ndarray, active: np.ndarray, atomic: bool = False) -> None:
+        if not self.precise:
+            return  # the range check happens with the access's event
         for arg, offsets, rows in self._per_argument(addresses, active):
             index = offsets + arg.origin
             me = self._linear_rows(rows)
@@ -218,10 +422,21 @@ class BatchGuard(MemoryGuard):
                     )
 
     def after_write(
-        self, addresses: np.ndarray, active: np.ndarray, before: np.ndarray, after: np.ndarray, plain: bool
+        self,
+        addresses: np.ndarray,
+        active: np.ndarray,
+        before: np.ndarray,
+        after: np.ndarray | None,
+        plain: bool,
     ) -> None:
+        if not self.precise:
+            access = self._access
+            if access is None or not access.direct:  # stored by the interpreter: undo by address
+                lanes = active.reshape(-1)
+                self.undo.stored(addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy())
+            return
         lanes = active.reshape(-1)
-        self.undo.memory.append((addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy()))
+        self.undo.stored(addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy())
         for arg, offsets, rows in self._per_argument(addresses, active):
             index = offsets + arg.origin
             me = self._linear_rows(rows)
@@ -302,6 +517,9 @@ class BatchGuard(MemoryGuard):
 
     def commit_counts(self) -> None:
         """Add the batch's accesses to the launch's buffer maps (distinct programs per element)."""
+        if not self.precise:
+            self.book.commit()
+            return
         for name in {p[0] for p in self.pairs}:
             bmap = self.launch.buffers[name]
             for reads in (True, False):
@@ -327,3 +545,8 @@ class BatchGuard(MemoryGuard):
                     bmap.writes += counts
                     np.maximum.at(bmap.last_writer, elements, (keys // bmap.size).astype(np.int32))
         self.pairs = []
+
+
+def _view(arg: BufferArg, dtype: np.dtype) -> np.ndarray:
+    """The argument's span of its host copy, as elements of `dtype` (the same size as its own)."""
+    return arg.memory.copy[arg.span_lo : arg.span_hi].view(dtype)

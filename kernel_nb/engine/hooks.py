@@ -44,12 +44,15 @@ class MemoryGuard:
                 merged.append([b.lo, b.hi])
         self._allowed_lo = np.array([m[0] for m in merged], dtype=np.uint64)
         self._allowed_hi = np.array([m[1] for m in merged], dtype=np.uint64)
-        self._last_reader: dict[str, np.ndarray] = {}
+        sizes = {b.name: b.size for b in buffers}
+        self._last_reader = ElementArrays(sizes)
         # who wrote each element with a plain store (atomics are ordered, so they never race)
-        self._plain_writer: dict[str, np.ndarray] = {b.name: np.full(b.size, -1, np.int32) for b in buffers}
+        self._plain_writer = ElementArrays(sizes)
         self.observations: Observations | None = None
         self.initialised: dict[str, np.ndarray] = {}  # poisoned buffers: which elements were written
         for b in buffers:
+            if b.name in launch.buffers:  # kept across attempts and replays of the launch
+                continue
             launch.buffers[b.name] = BufferMap(
                 arg=b.name,
                 size=b.size,
@@ -59,7 +62,6 @@ class MemoryGuard:
                 last_writer=np.full(b.size, -1, np.int32),
                 origin=b.origin,
             )
-            self._last_reader[b.name] = np.full(b.size, -1, np.int32)
 
     # -- lookup ---------------------------------------------------------------------------------
 
@@ -216,11 +218,17 @@ class MemoryGuard:
                 )
 
     def after_write(
-        self, addresses: np.ndarray, active: np.ndarray, before: np.ndarray, after: np.ndarray, plain: bool
+        self,
+        addresses: np.ndarray,
+        active: np.ndarray,
+        before: np.ndarray,
+        after: np.ndarray | None,
+        plain: bool,
     ) -> None:
         found = self._active_offsets(addresses, active)
         if found is None:
             return
+        assert after is not None
         arg, offsets, lanes = found
         index = offsets + arg.origin
         if arg.name in self.initialised:
@@ -287,6 +295,18 @@ class MemoryGuard:
         addresses = ptrs.data
         return addresses, _lanes(addresses, mask)
 
+    def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
+        """Perform a checked load (`load` is the interpreter's)."""
+        return load()
+
+    def store(
+        self, store: Callable[[], Any], addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, value: Any
+    ) -> tuple[np.ndarray, Any, np.ndarray | None]:
+        """Perform a checked store; the elements' values before it, its result, the values after it."""
+        before = triton_compat.raw_load(addresses, active, dtype)
+        result = store()
+        return before, result, triton_compat.raw_load(addresses, active, dtype)
+
     def around(
         self, addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, atomic: Callable[[], Any]
     ) -> tuple[np.ndarray, Any, np.ndarray]:
@@ -340,7 +360,7 @@ class MemoryGuard:
             addresses, active = self.lanes(ptrs, mask)
             self.check("load", ptrs, addresses, active, unmasked[0])
             self.before_read(addresses, active)
-            result = load(ptrs, mask, other, *rest)
+            result = self.load(lambda: load(ptrs, mask, other, *rest), ptrs, other)
             self.event("load", addresses, active, result.data, reads=True)
             return result
 
@@ -348,9 +368,9 @@ class MemoryGuard:
             addresses, active = self.lanes(ptrs, mask)
             self.check("store", ptrs, addresses, active, unmasked[0])
             dtype = triton_compat.pointer_element_np(ptrs)
-            before = triton_compat.raw_load(addresses, active, dtype)
-            result = store(ptrs, value, mask, *rest)
-            after = triton_compat.raw_load(addresses, active, dtype)
+            before, result, after = self.store(
+                lambda: store(ptrs, value, mask, *rest), addresses, active, dtype, value
+            )
             self.after_write(addresses, active, before, after, plain=True)
             self.event("store", addresses, active, after, before, writes=True)
             return result
@@ -418,6 +438,26 @@ class MemoryGuard:
                     setattr(builder, name, originals[name])
                 else:
                     delattr(builder, name)
+
+
+class ElementArrays(dict[str, np.ndarray]):
+    """Per argument, an int32 per element (-1 to start), made when first used: a launch whose
+    accesses never need per-element state does not pay for it."""
+
+    def __init__(self, sizes: dict[str, int]) -> None:
+        super().__init__()
+        self.sizes = sizes
+        self.aliases: dict[str, str] = {}
+
+    def share(self, name: str, first: str) -> None:
+        """`name` uses `first`'s array (arguments that are the same memory)."""
+        if name != first:
+            self.aliases[name] = first
+
+    def __missing__(self, name: str) -> np.ndarray:
+        first = self.aliases.get(name)
+        made = self[name] = self[first] if first is not None else np.full(self.sizes[name], -1, np.int32)
+        return made
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:

@@ -70,12 +70,13 @@ class Engine:
         launch.snapshot = _typed_snapshot(bound, snapshot)
         order = _program_order(launch.grid, self.options)
         started = time.perf_counter()
-        context = LaunchContext(self, fn, launch, bound)
+        context: LaunchContext | None = None
         try:
             context = self._run(fn, launch, bound, snapshot, order)
         finally:
             launch.duration_s = time.perf_counter() - started
-            launch.kept_bytes = context.recorder.kept_bytes
+            if context is not None:
+                launch.kept_bytes = context.recorder.kept_bytes
         bound.commit()
         launch.replayer = lambda pid: self._replay(fn, launch, bound, snapshot, pid)
         return launch
@@ -90,23 +91,24 @@ class Engine:
     ) -> LaunchContext:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
         from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, unsupported_reason
+        from kernel_nb.engine.batched_intervals import NeedsPrecise
 
         reason = unsupported_reason(fn, self.options)
         if reason is None:
-            batched = BatchedRun(self, fn, launch, bound)
-            try:
-                batched.run(order)
-                launch.strategy = "batched"
-                return batched
-            except BatchUnsupported as why:
-                reason = str(why)
-            bound.restore(snapshot)
-            launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
-            for bmap in launch.buffers.values():
-                bmap.reads[...] = 0
-                bmap.writes[...] = 0
-                bmap.last_writer[...] = -1
-                bmap.oob.clear()
+            # ranges first; per-element bookkeeping where ranges cannot prove the batches exact
+            precise: str | None = None
+            while reason is None:
+                batched = BatchedRun(self, fn, launch, bound)
+                batched.precise = precise
+                try:
+                    batched.run(order)
+                    launch.strategy, launch.strategy_note = "batched", batched.note
+                    return batched
+                except NeedsPrecise as why:
+                    precise = str(why)
+                except BatchUnsupported as why:
+                    reason = str(why)
+                _start_over(launch, bound, snapshot)
         launch.strategy, launch.strategy_note = "serial", reason or ""
         context = LaunchContext(self, fn, launch, bound)
         context.run(order)
@@ -330,6 +332,17 @@ def _kernel_frame(exc: BaseException, codes: set[Any]) -> tuple[str | None, int 
             found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
     return found
+
+
+def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray]) -> None:
+    """Forget what a failed attempt at the launch did."""
+    bound.restore(snapshot)
+    launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
+    for bmap in launch.buffers.values():
+        bmap.reads[...] = 0
+        bmap.writes[...] = 0
+        bmap.last_writer[...] = -1
+        bmap.oob.clear()
 
 
 def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:

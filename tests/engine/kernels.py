@@ -246,3 +246,43 @@ def slow_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, STEPS: tl.constexpr):
     for _i in range(STEPS):
         acc = acc * 0.5 + x
     tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def stencil_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    left = tl.load(x_ptr + offsets - 1, mask=(offsets >= 1) & (offsets < n), other=0.0)
+    middle = tl.load(x_ptr + offsets, mask=offsets < n, other=0.0)
+    right = tl.load(x_ptr + offsets + 1, mask=offsets + 1 < n, other=0.0)
+    tl.store(out_ptr + offsets, left + middle + right, mask=offsets < n)
+
+
+@triton.jit
+def scale_columns_kernel(x_ptr, rows, cols, BLOCK: tl.constexpr):
+    # program c scales column c in place: every program's range spans the others'
+    col = tl.program_id(0)
+    offsets = tl.arange(0, BLOCK) * cols + col
+    mask = tl.arange(0, BLOCK) < rows
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(x_ptr + offsets, x * (col + 1.0), mask=mask)
+
+
+@triton.jit
+def twice_shared_kernel(x_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # every program reads all of w, twice
+    cols = tl.arange(0, BLOCK)
+    row = tl.program_id(0)
+    w = tl.load(w_ptr + cols, mask=cols < n)
+    x = tl.load(x_ptr + row * n + cols, mask=cols < n)
+    w_again = tl.load(w_ptr + cols, mask=cols < n)
+    tl.store(out_ptr + row * n + cols, x * w + w_again, mask=cols < n)
+
+
+@triton.jit
+def bytes_view_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # copies float32 elements as their bytes through an int8 pointer
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    src = x_ptr.to(tl.pointer_type(tl.int8))
+    dst = out_ptr.to(tl.pointer_type(tl.int8))
+    raw = tl.load(src + offsets, mask=offsets < n * 4)
+    tl.store(dst + offsets, raw, mask=offsets < n * 4)

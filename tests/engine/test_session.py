@@ -139,6 +139,9 @@ def test_budget_keeps_summaries_for_all_and_replays_the_rest():
     assert replayed.kept
     np.testing.assert_array_equal(launch.value(9, "x"), x[9 * 64 : 10 * 64])
     np.testing.assert_array_equal(out, 2 * x)  # replay left the results alone
+    maps = launch.buffers
+    assert maps["out_ptr"].writes.tolist() == [1] * x.size  # and the launch's access maps
+    assert maps["x_ptr"].reads.tolist() == [1] * x.size and maps["x_ptr"].last_writer.max() == -1
 
 
 def test_pid_selection():

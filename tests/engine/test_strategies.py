@@ -22,7 +22,8 @@ def f32(*shape):
 M, N, K = 48, 40, 70
 SEQ, D = 64, 16
 
-# name → (inputs, launch(inputs), strategy the "auto" run must use)
+# name → (inputs, launch(inputs), what the "auto" run must use: "batched" keeping track by ranges,
+# "batched per-element" keeping track per element, or "serial")
 SCENARIOS = {
     "vector_add": (lambda: [f32(1000), f32(1000), np.zeros(1000, np.float32)],
                    lambda a: k.add_kernel[(4,)](*a, 1000, BLOCK=256), "batched"),
@@ -45,7 +46,7 @@ SCENARIOS = {
                lambda a: k.cumsum_kernel[(3,)](*a, BLOCK=128), "batched"),
     "atomics": (lambda: [rng.integers(0, 1000, 1000).astype(np.int32), np.zeros(16, np.int32),
                          np.zeros(1, np.int32), np.zeros(1, np.int32)],
-                lambda a: k.histogram_kernel[(8,)](*a, 1000, BINS=16, BLOCK=128), "batched"),
+                lambda a: k.histogram_kernel[(8,)](*a, 1000, BINS=16, BLOCK=128), "batched per-element"),
     "rand": (lambda: [np.zeros(300, np.float32)], lambda a: k.rand_kernel[(3,)](a[0], 1234, 300, BLOCK=128), "batched"),
     "axpy_in_place": (lambda: [f32(200)], lambda a: k.axpy_kernel[(2,)](a[0], a[0], 200, 2.0, BLOCK=128), "batched"),
     "grid_3d": (lambda: [np.zeros((2, 3, 4), np.int32)], lambda a: k.grid3d_kernel[(4, 3, 2)](a[0], GX=4, GY=3),
@@ -73,7 +74,18 @@ SCENARIOS = {
     "uncovered": (lambda: [f32(1000), f32(1000), np.zeros(1000, np.float32)],
                   lambda a: k.add_kernel[(3,)](*a, 1000, BLOCK=256), "batched"),
     "uninitialised": (lambda: [f32(100), kernel_nb.poison(np.empty(100, np.float32))],
-                      lambda a: dk.accumulate_kernel[(1,)](*a, 100, BLOCK=128), "batched"),
+                      lambda a: dk.accumulate_kernel[(1,)](*a, 100, BLOCK=128), "batched per-element"),
+    "stencil": (lambda: [f32(300), np.zeros(300, np.float32)],
+                lambda a: k.stencil_kernel[(3,)](*a, 300, BLOCK=128), "batched per-element"),
+    "columns_in_place": (lambda: [f32(20, 6)], lambda a: k.scale_columns_kernel[(6,)](a[0], 20, 6, BLOCK=32),
+                         "batched per-element"),
+    "shared_read_twice": (lambda: [f32(5, 40), f32(40), np.zeros((5, 40), np.float32)],
+                          lambda a: k.twice_shared_kernel[(5,)](*a, 40, BLOCK=64), "batched per-element"),
+    "partial_alias": (lambda: [f32(150), np.zeros(100, np.float32)],
+                      lambda a: k.add_kernel[(2,)](a[0][:100], a[0][50:], a[1], 100, BLOCK=64),
+                      "batched per-element"),
+    "pointer_cast": (lambda: [f32(100), np.zeros(100, np.float32)],
+                     lambda a: k.bytes_view_kernel[(4,)](*a, 100, BLOCK=128), "batched"),
     "write_race": (lambda: [np.zeros(64, np.int32)], lambda a: dk.racy_write_kernel[(3,)](a[0], BLOCK=64), "serial"),
     "read_after_write": (lambda: [np.ones(128, np.float32), np.zeros(128, np.float32)],
                          lambda a: dk.carry_kernel[(4,)](*a, BLOCK=32), "serial"),
@@ -101,7 +113,9 @@ def _same(a, b):
 def test_serial_and_batched_agree(name, capsys):
     serial_arrays, serial = _run(name, "serial")
     auto_arrays, auto = _run(name, "auto")
-    assert auto.strategy == SCENARIOS[name][2], auto.strategy_note
+    expected = SCENARIOS[name][2]
+    assert auto.strategy == expected.split()[0], auto.strategy_note
+    assert ("per-element" in auto.strategy_note) == expected.endswith("per-element"), auto.strategy_note
     for s_arr, a_arr in zip(serial_arrays, auto_arrays):
         assert np.array_equal(
             np.ascontiguousarray(s_arr).view(np.uint8), np.ascontiguousarray(a_arr).view(np.uint8)

@@ -1,0 +1,320 @@
+"""Interval bookkeeping for the batched strategy: each program's accesses as [lo, hi) ranges.
+
+Telling whether running programs together could differ from running them one by one, and counting
+how many distinct programs touched each element, needs per-element state in general (batched_hooks
+keeps it). Most kernels give each program its own part of every array, or let programs share only
+what they read; for those, the range each program touches per argument proves that no program sees
+another's writes, and the buffer maps follow from one scatter per access instead of a sort.
+
+`IntervalBook` keeps that proof. Whenever the ranges cannot prove the batch exact (programs' ranges
+overlap where one of them writes, or shared reads whose per-program distinctness it cannot see), it
+raises `NeedsPrecise` and the launch runs again with per-element bookkeeping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernel_nb.trace import BufferMap
+
+_BIG = np.iinfo(np.int64).max
+
+
+class NeedsPrecise(Exception):
+    """Ranges cannot prove the batch exact; the launch reruns with per-element bookkeeping."""
+
+
+@dataclass
+class _Side:
+    """One argument's reads, or its writes, within one batch."""
+
+    size: int
+    union_lo: np.ndarray  # per batch row: the union of that program's ranges so far
+    union_hi: np.ndarray
+    shared: bool = False  # some programs' ranges overlap: rows are counted, not marked
+    # per access: each row's range, and for counted accesses the lanes' shape (see _Shape)
+    ranges: list[tuple[np.ndarray, np.ndarray, _Shape | None]] = field(default_factory=list)
+    mark: np.ndarray | None = None  # element → touched by one program (see IntervalBook._mark)
+    counts: np.ndarray | None = None  # element → programs of shared rows that touched it
+    lo: int = _BIG
+    hi: int = -_BIG
+
+
+def _overlap_others(lo: np.ndarray, hi: np.ndarray, rows: np.ndarray, c: np.ndarray, d: np.ndarray) -> bool:
+    """Whether any range [c[r], d[r]) meets the union range of a program other than rows[r].
+
+    `lo`, `hi` are per linear program id (empty where lo >= hi). The number of ranges meeting
+    [c, d) is #(lo < d) - #(hi <= c), since a range ending at or before c starts before d.
+    """
+    live = lo < hi
+    if not live.any():
+        return False
+    starts, ends = np.sort(lo[live]), np.sort(hi[live])
+    meeting = np.searchsorted(starts, d, side="left") - np.searchsorted(ends, c, side="right")
+    own = (lo[rows] < hi[rows]) & (lo[rows] < d) & (hi[rows] > c)
+    return bool(((meeting - own) > 0)[c < d].any())
+
+
+class IntervalBook:
+    """Range proofs and buffer-map counts for a batched launch."""
+
+    def __init__(self, maps: dict[str, BufferMap], canonical: dict[str, str], programs: int) -> None:
+        self.maps = maps
+        self.canonical = canonical  # argument → the first argument sharing its memory
+        self.programs = programs
+        # launch-wide per canonical argument and linear program id: union of read / written ranges
+        self.reach: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self.sides: dict[tuple[str, str], _Side] = {}
+        self._saved: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        # per (argument, kind): marks and counts of the batch running, cleared where it touched them
+        self._marks: dict[tuple[str, str], np.ndarray] = {}
+        self._counts: dict[tuple[str, str], np.ndarray] = {}
+
+    def begin_batch(self, linear: np.ndarray) -> None:
+        self.linear = linear
+        self.sides = {}
+        self._saved = {key: (lo.copy(), hi.copy()) for key, (lo, hi) in self.reach.items()}
+
+    def rollback(self) -> None:
+        self.reach = self._saved
+        self._clear()
+
+    def _clear(self) -> None:
+        for side in self.sides.values():
+            span = slice(side.lo, side.hi)
+            if side.mark is not None:
+                blank = -1 if side.mark.dtype != bool else False
+                side.mark[span] = blank
+                side.mark[-1] = blank
+            if side.counts is not None:
+                side.counts[span] = 0
+        self.sides = {}
+
+    def _mark(self, key: tuple[str, str], size: int) -> np.ndarray:
+        """Writes: the writing program's linear id (-1: none); reads: whether read. The last slot
+        takes masked lanes."""
+        if key not in self._marks:
+            self._marks[key] = (
+                np.full(size + 1, -1, np.int32) if key[1] == "write" else np.zeros(size + 1, bool)
+            )
+        return self._marks[key]
+
+    def access(
+        self,
+        name: str,
+        reads: bool,
+        writes: bool,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        elements: np.ndarray,
+        active: np.ndarray | None,
+    ) -> None:
+        """One access of every batch row to argument `name`.
+
+        Args:
+            lo, hi: per row, the range of map indices its active lanes touch (lo >= hi: none).
+            elements: (rows, lanes) map indices of every lane (masked lanes hold anything).
+            active: (rows, lanes) active lanes, None when all are.
+        """
+        canonical = self.canonical[name]
+        rows = self.linear
+        if reads and self._meets("write", canonical, lo, hi):
+            self._written_elsewhere(canonical, elements, active, "a program reads what another wrote")
+        if writes:
+            if self._meets("read", canonical, lo, hi):
+                raise NeedsPrecise("a program writes where another program reads")
+            self._extend(canonical, "write", rows, lo, hi)
+            overlapping = self._meets("write", canonical, lo, hi)
+            if overlapping:  # ranges meet: whether elements do is told by who wrote them
+                self._written_elsewhere(canonical, elements, active, "programs write the same elements")
+            self._mark_writes(name, lo, hi, elements, active, verify=overlapping)
+        if reads:
+            self._extend(canonical, "read", rows, lo, hi)
+            self._count(name, "read", lo, hi, elements, active)
+
+    def _meets(self, kind: str, canonical: str, lo: np.ndarray, hi: np.ndarray) -> bool:
+        """Whether a row's range meets what another program read or wrote (by ranges)."""
+        reach = self.reach.get((canonical, kind))
+        return reach is not None and _overlap_others(reach[0], reach[1], self.linear, lo, hi)
+
+    def _written_elsewhere(
+        self, canonical: str, elements: np.ndarray, active: np.ndarray | None, why: str
+    ) -> None:
+        """NeedsPrecise where an active lane's element was written by another program."""
+        batch = elements.shape[0]
+        flat = elements.reshape(batch, -1)
+        lanes = None if active is None else active.reshape(batch, -1)
+        me = self.linear.astype(np.int32)[:, None]
+        for name, first in self.canonical.items():
+            if first != canonical:
+                continue
+            bmap = self.maps[name]
+            safe = flat if lanes is None else np.where(lanes, flat, 0)
+            writers = [bmap.last_writer[safe]]  # earlier batches: any writer is another program
+            side = self.sides.get((name, "write"))
+            if side is not None and side.mark is not None:
+                writers.append(side.mark[safe])
+            for writer in writers:
+                foreign = (writer >= 0) & (writer != me)
+                if lanes is not None:
+                    foreign &= lanes
+                if foreign.any():
+                    raise NeedsPrecise(why)
+
+    def _mark_writes(
+        self,
+        name: str,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        elements: np.ndarray,
+        active: np.ndarray | None,
+        verify: bool,
+    ) -> None:
+        side = self._side(name, "write", lo.shape[0])
+        live = lo < hi
+        if not live.any():
+            return
+        batch = lo.shape[0]
+        flat = elements.reshape(batch, -1)
+        lanes = None if active is None else active.reshape(batch, -1)
+        side.lo = min(side.lo, int(lo[live].min()))  # first: clearing must cover what is marked
+        side.hi = max(side.hi, int(hi[live].max()))
+        if side.mark is None:
+            side.mark = self._mark((name, "write"), side.size)
+        index = flat if lanes is None else np.where(lanes, flat, side.size)
+        me = self.linear.astype(np.int32)[:, None]
+        side.mark[index] = me
+        if verify:  # two programs of this access, one element: only one of them stays marked
+            differs = side.mark[index] != me
+            if lanes is not None:
+                differs &= lanes
+            if differs.any():
+                raise NeedsPrecise("programs write the same elements")
+
+    def _side(self, name: str, kind: str, batch: int) -> _Side:
+        side = self.sides.get((name, kind))
+        if side is None:
+            side = self.sides[name, kind] = _Side(
+                self.maps[name].size, np.full(batch, _BIG), np.full(batch, -_BIG)
+            )
+        return side
+
+    def _extend(self, canonical: str, kind: str, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+        key = (canonical, kind)
+        if key not in self.reach:
+            self.reach[key] = (np.full(self.programs, _BIG), np.full(self.programs, -_BIG))
+        reach_lo, reach_hi = self.reach[key]
+        live = lo < hi
+        picked = rows[live]  # each program is one row: no repeated indices
+        reach_lo[picked] = np.minimum(reach_lo[picked], lo[live])
+        reach_hi[picked] = np.maximum(reach_hi[picked], hi[live])
+
+    def _count(
+        self,
+        name: str,
+        kind: str,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        elements: np.ndarray,
+        active: np.ndarray | None,
+    ) -> None:
+        batch = lo.shape[0]
+        side = self._side(name, kind, batch)
+        live = lo < hi
+        if not live.any():
+            return
+        union_lo = np.where(live, np.minimum(side.union_lo, lo), side.union_lo)
+        union_hi = np.where(live, np.maximum(side.union_hi, hi), side.union_hi)
+        side.lo = min(side.lo, int(lo[live].min()))  # first: clearing must cover what is marked
+        side.hi = max(side.hi, int(hi[live].max()))
+        if not side.shared:
+            held = union_lo < union_hi
+            order = np.argsort(union_lo[held], kind="stable")
+            starts, ends = union_lo[held][order], union_hi[held][order]
+            side.shared = not bool((ends[:-1] <= starts[1:]).all())
+        flat = elements.reshape(batch, -1)
+        flat_active = None if active is None else active.reshape(batch, -1)
+        if not side.shared:
+            # every element of this access belongs to one program of the batch: mark it
+            if side.mark is None:
+                side.mark = self._mark((name, kind), side.size)
+            index = flat if flat_active is None else np.where(flat_active, flat, side.size)
+            side.mark[index] = True
+        else:
+            # counted: each row must touch an element once, and none that its program touched before
+            shape = _Shape.of(flat, flat_active, live)
+            if shape is None:
+                raise NeedsPrecise("a shared access may touch an element twice in one program")
+            for before_lo, before_hi, before in side.ranges:
+                meets = (lo < before_hi) & (before_lo < hi) & live & (before_lo < before_hi)
+                if meets.any() and (before is None or shape.meets(before, meets)):
+                    raise NeedsPrecise("a program touches elements again that other programs share")
+            first, last = int(lo[live].min()), int(hi[live].max())
+            picked = flat[live] if flat_active is None else flat[flat_active]
+            added = np.bincount(picked.reshape(-1) - first, minlength=last - first)
+            if side.counts is None:
+                side.counts = self._counts.setdefault((name, kind), np.zeros(side.size, np.int32))
+            side.counts[first:last] += added.astype(np.int32)
+            side.ranges.append((np.where(live, lo, 0), np.where(live, hi, 0), shape))
+        if not side.shared:
+            side.ranges.append((np.where(live, lo, 0), np.where(live, hi, 0), None))
+        side.union_lo, side.union_hi = union_lo, union_hi
+
+    def commit(self) -> None:
+        """Add the batch's accesses to the launch's buffer maps."""
+        for (name, kind), side in self.sides.items():
+            if side.lo >= side.hi:
+                continue
+            bmap = self.maps[name]
+            span = slice(side.lo, side.hi)
+            target = bmap.reads if kind == "read" else bmap.writes
+            if side.mark is not None:
+                marked = side.mark[span]
+                target[span] += marked if marked.dtype == bool else marked >= 0
+                if kind == "write":
+                    np.maximum(bmap.last_writer[span], marked, out=bmap.last_writer[span])
+            if side.counts is not None:
+                target[span] += side.counts[span]
+        self._clear()
+
+
+@dataclass
+class _Shape:
+    """An access whose every live row touches `shift[row] + lanes` (lanes distinct, sorted): the
+    same block shape at a per-program place, as a loop over tiles makes."""
+
+    lanes: np.ndarray
+    shift: np.ndarray  # per batch row (meaningless where the row is not live)
+
+    @staticmethod
+    def of(flat: np.ndarray, active: np.ndarray | None, live: np.ndarray) -> _Shape | None:
+        rows = flat[live]
+        if rows.shape[0] == 0:
+            return _Shape(
+                np.zeros(0, np.int64), flat[:, 0] if flat.shape[1] else np.zeros(len(live), np.int64)
+            )
+        shifted = rows - rows[:, :1]
+        if not (shifted == shifted[:1]).all():
+            return None
+        lanes = shifted[0]
+        if active is not None:
+            same = active[live]
+            if (same == same[:1]).all():
+                lanes = lanes[same[0]]  # the lanes every row touches; else all (a superset)
+        ordered = np.sort(lanes)
+        if ordered.size > 1 and not (ordered[1:] != ordered[:-1]).all():
+            return None
+        return _Shape(ordered, flat[:, 0])
+
+    def meets(self, before: _Shape, rows: np.ndarray) -> bool:
+        """Whether any of `rows` touches an element here that it touched in `before`."""
+        for step in np.unique(before.shift[rows] - self.shift[rows]):
+            # shift + a == before.shift + b  ⇔  a == b + step
+            moved = before.lanes + step
+            at = np.searchsorted(self.lanes, moved)
+            inside = at < self.lanes.size
+            if (self.lanes[at[inside]] == moved[inside]).any():
+                return True
+        return False
