@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,41 @@ class Divergence(Exception):
 
 class BatchUnsupported(Exception):
     """Something the batched strategy does not run exactly; the launch runs serially."""
+
+
+@dataclass
+class Affine:
+    """A pointer block whose every program holds `base[program] + lanes` (bytes): one tile shape at
+    a per-program place, as pointer arithmetic over tl.arange makes and a loop's `ptrs += step`
+    keeps. Found once by comparing the rows, then carried through pointer steps, so that the tiles
+    a loop walks need no per-element proof (see batched_intervals)."""
+
+    base: np.ndarray  # int64 address per program (or one for all)
+    lanes: np.ndarray  # int64 byte offset of every lane from `base`
+    _elements: dict[int, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
+
+    def elements(self, itemsize: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The lanes in elements, and the same sorted if no two lanes share an element (else None)."""
+        if itemsize not in self._elements:
+            lanes = self.lanes // itemsize
+            ordered = np.sort(lanes)
+            distinct = ordered.size < 2 or bool((ordered[1:] != ordered[:-1]).all())
+            self._elements[itemsize] = (lanes, ordered if distinct else None)
+        return self._elements[itemsize]
+
+
+AFFINE = "_kernel_nb_affine"  # the attribute of a pointer TensorHandle holding its Affine (False: none)
+SPLAT = "_kernel_nb_splat"  # the attribute of a splat TensorHandle holding each program's one value
+
+
+def affine_of(rows: np.ndarray) -> Affine | None:
+    """The Affine form of (programs, lanes) addresses, if they have one."""
+    values = rows.view(np.int64)
+    base = values[:, 0]
+    lanes = values[0] - values[0, 0]
+    if not (values - base[:, None] == lanes).all():
+        return None
+    return Affine(np.array(base), np.array(lanes))
 
 
 def _rows(data: np.ndarray, batch: int) -> np.ndarray:
@@ -67,7 +103,26 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
             "pointer_cast": False,
         }
 
-    # -- pointers that may not step in whole elements of their argument --------------------------
+    # -- pointers --------------------------------------------------------------------------------
+
+    def create_addptr(self, ptr: Any, offset: Any) -> Any:
+        shape = getattr(ptr, AFFINE, None)
+        steps = getattr(offset, SPLAT, None)
+        if steps is None and offset.data.size == offset.data.shape[0]:
+            steps = offset.data.reshape(-1)
+        if not shape or steps is None:
+            return super().create_addptr(ptr, offset)
+        # one step per program: the same tile, moved
+        width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
+        moved = ptr.data + (np.uint64(width) * steps.astype(np.uint64)).reshape(
+            (-1,) + (1,) * (ptr.data.ndim - 1)
+        )
+        result = TensorHandle(moved, ptr.dtype)
+        step = steps.astype(np.int64) * width
+        setattr(result, AFFINE, Affine(shape.base + step, shape.lanes, shape._elements))
+        return result
+
+    # pointers that may not step in whole elements of their argument
 
     def create_int_to_ptr(self, val: Any, type: Any) -> Any:
         self.pointer_cast = True
@@ -155,7 +210,9 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         first = data.reshape(data.shape[0], -1)[:, 0]
         full = np.broadcast_to(first.reshape((data.shape[0],) + (1,) * len(shape)), (data.shape[0], *shape))
         dtype = triton_compat.np_dtype(arg.dtype.scalar if hasattr(arg.dtype, "scalar") else arg.dtype)
-        return TensorHandle(np.ascontiguousarray(full, dtype=dtype), arg.dtype.scalar)
+        result = TensorHandle(np.ascontiguousarray(full, dtype=dtype), arg.dtype.scalar)
+        setattr(result, SPLAT, first.astype(dtype))
+        return result
 
     def create_unsplat(self, arg: Any) -> Any:
         data = arg.data

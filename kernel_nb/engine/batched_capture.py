@@ -10,6 +10,7 @@ import numpy as np
 
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.batched_builder import AFFINE
 from kernel_nb.engine.capture import Recorder, report_origin
 from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns
 
@@ -48,6 +49,10 @@ class BatchRecorder(Recorder):
         return np.broadcast_to(full, (len(self.batch), *full.shape[1:])) if b != len(self.batch) else full
 
     def record(self, stmt: int, value: Any) -> None:
+        tile = self._pointer_tile(value)
+        if tile is not None:
+            self._record_tile(stmt, value, *tile)
+            return
         extracted = self._extract_batch(value)
         if extracted is None:
             return
@@ -66,6 +71,52 @@ class BatchRecorder(Recorder):
         )
         if self.observations is not None:
             self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
+
+    def _pointer_tile(self, value: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
+        """A pointer block with an Affine form inside one argument: each program's element offsets
+        as shift + lanes, so that its records need no array per program."""
+        if not (triton_compat.is_tensor(value) and triton_compat.is_pointer_tensor(value)):
+            return None
+        affine = getattr(value.handle, AFFINE, None)
+        if not affine or affine.lanes.size != int(np.prod(triton_compat.tensor_shape(value))):
+            return None
+        return self.guard.tile_offsets(affine, len(self.batch))  # type: ignore[union-attr]  # a BatchGuard
+
+    def _record_tile(self, stmt: int, value: Any, shift: np.ndarray, lanes: np.ndarray, arg: str) -> None:
+        batch = len(self.batch)
+        shape = triton_compat.tensor_shape(value)
+        count = lanes.size
+        # the mean as Summary.of computes it: the exact integer sum, divided once
+        total = shift.astype(np.float64) * count + float(int(lanes.sum()))
+        summaries = SummaryColumns(
+            (shift + int(lanes.min())).astype(np.int64),
+            (shift + int(lanes.max())).astype(np.int64),
+            total / count,
+            count,
+            {},
+        )
+        values, value_rows = None, None
+        if self.keep:
+            picked = np.arange(batch) if self.kept_index is None else self.kept_index
+            values = (shift[picked][:, None] + lanes[None, :]).reshape((picked.size, *shape))
+            value_rows = self.kept_row_map()
+        self.record_blocks.append(
+            RecordBlock(
+                stmt,
+                self.next_seq(),
+                self.call_path,
+                self.iteration,
+                triton_compat.tensor_type_name(value),
+                shape,
+                summaries,
+                values,
+                [arg] * batch,
+                value_rows,
+            )
+        )
+        if self.observations is not None:
+            none = np.zeros(batch, bool)
+            self._batch_nonfinite(stmt, np.zeros((batch, 0)), none, none)
 
     def _extract_batch(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], list[str | None]] | None:
         batch = len(self.batch)

@@ -14,9 +14,9 @@ import numpy as np
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.batched_builder import BatchUnsupported
+from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, affine_of
 from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
+from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, _Shape
 from kernel_nb.engine.hooks import MemoryGuard
 from kernel_nb.trace import EventBlock, MemoryEvent
 
@@ -49,14 +49,17 @@ class _Access:
     """The access being made, as the range check saw it (interval bookkeeping only).
 
     Attributes:
+        ptrs: the pointer handle (its Affine form, once found, is kept on it).
         flat: (rows, lanes) host addresses.
         active: (rows, lanes) active lanes, None when all are.
         arg: the one argument every active lane falls in.
         lo, hi: per row, the map indices [lo, hi) its active lanes span (empty for no active lane).
         direct: the elements can be moved with numpy on the argument's copy (the pointer type is the
             argument's own, never cast), rather than through the interpreter's address-based copy.
+        affine: the pointers' Affine form, where known.
     """
 
+    ptrs: Any
     addresses: np.ndarray
     flat: np.ndarray
     active: np.ndarray | None
@@ -64,12 +67,18 @@ class _Access:
     lo: np.ndarray
     hi: np.ndarray
     direct: bool
+    affine: Affine | None = None
     _index: np.ndarray | None = None
 
     def index(self) -> np.ndarray:
         """(rows, lanes) map indices of every lane (masked lanes: whatever their address gives)."""
         if self._index is None:
             arg = self.arg
+            if self.affine is not None and self.direct:
+                lanes, _ = self.affine.elements(arg.itemsize)
+                shift = (self.affine.base - arg.lo) // arg.itemsize
+                self._index = np.broadcast_to(shift[:, None] + lanes[None, :], self.flat.shape)
+                return self._index
             index = np.subtract(self.flat.view(np.int64), np.int64(arg.lo))
             if arg.itemsize & (arg.itemsize - 1) == 0:
                 np.right_shift(index, arg.itemsize.bit_length() - 1, out=index)
@@ -77,6 +86,21 @@ class _Access:
                 np.floor_divide(index, arg.itemsize, out=index)
             self._index = index
         return self._index
+
+    def shape(self, live: np.ndarray) -> _Shape | None:
+        """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
+        or a row touches an element twice)."""
+        if self.active is None and self.direct:
+            if self.affine is None and getattr(self.ptrs, AFFINE, None) is None:
+                self.affine = affine_of(self.flat)
+                setattr(self.ptrs, AFFINE, self.affine or False)
+            if self.affine:
+                _, ordered = self.affine.elements(self.arg.itemsize)
+                if ordered is None:
+                    return None
+                shift = (self.affine.base - self.arg.lo) // self.arg.itemsize
+                return _Shape(ordered, np.broadcast_to(shift, live.shape))
+        return _Shape.of(self.index(), self.active, live)
 
     def gather(self, view: np.ndarray) -> np.ndarray:
         """view[index] for every lane; 0 for masked lanes."""
@@ -174,8 +198,16 @@ class BatchGuard(MemoryGuard):
         flat = addresses.reshape(batch, -1)
         given = active.reshape(batch, -1)
         lanes: np.ndarray | None = None
+        affine = getattr(ptrs, AFFINE, None) or None
+        if affine is not None and affine.lanes.size != flat.shape[1]:
+            affine = None
         if bool(given.all()):
-            low, high = flat.min(axis=1), flat.max(axis=1)
+            if affine is not None and flat.shape[1]:  # the tile's corners, at each program's place
+                base = np.broadcast_to(affine.base, (batch,))
+                low = (base + affine.lanes.min()).view(np.uint64)
+                high = (base + affine.lanes.max()).view(np.uint64)
+            else:
+                low, high = flat.min(axis=1), flat.max(axis=1)
         else:
             lanes = given
             low = flat.min(axis=1, where=given, initial=_NO_ADDRESS)
@@ -197,7 +229,7 @@ class BatchGuard(MemoryGuard):
             and not getattr(self.builder, "pointer_cast", True)
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
-        self._access = _Access(addresses, flat, lanes, arg, lo, hi, direct)
+        self._access = _Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine)
 
     def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
         access = self._access
@@ -244,6 +276,20 @@ class BatchGuard(MemoryGuard):
         before, after = self.builder.atomic_rows
         zero = np.zeros((), dtype=before.dtype)
         return np.where(active, before, zero), result, np.where(active, after, zero)
+
+    def tile_offsets(self, affine: Affine, batch: int) -> tuple[np.ndarray, np.ndarray, str] | None:
+        """Per program the element offset of an Affine pointer block's base, the lanes' offsets
+        from it, and the one argument it points into (None: not all in one argument)."""
+        base = np.broadcast_to(affine.base, (batch,))
+        low = int(base.min()) + int(affine.lanes.min())
+        high = int(base.max()) + int(affine.lanes.max())
+        arg = self.buffer_at(low)
+        if arg is None or self._partial_overlap or not (arg.lo <= low and high < arg.hi):
+            return None
+        size = arg.itemsize
+        if (affine.lanes % size).any() or ((base - arg.ptr) % size).any():
+            return None  # not whole elements: row_offsets floors each lane
+        return (base - arg.ptr) // size, affine.lanes // size, arg.name
 
     def row_offsets(self, rows: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
         """Pointer values of each program as element offsets into the argument its first lane points to."""
@@ -349,7 +395,7 @@ class BatchGuard(MemoryGuard):
         batch = addresses.shape[0]
         if access is not None:
             arg = access.arg
-            self.book.access(arg.name, reads, writes, access.lo, access.hi, access.index(), access.active)
+            self.book.access(arg.name, reads, writes, access.lo, access.hi, access)
             lanes = access.flat.shape[1]
             counts = np.full(batch, lanes) if access.active is None else access.active.sum(axis=1)
             live = access.lo < access.hi
@@ -376,8 +422,8 @@ class BatchGuard(MemoryGuard):
             if before is not None:
                 block.before = recorder.kept_rows(before)
             if access is not None:
-                offsets = access.index() - access.arg.origin
-                block.indices = recorder.kept_rows(offsets.reshape(addresses.shape))
+                block.indices = recorder.kept_rows(access.index().reshape(addresses.shape))
+                block.indices -= access.arg.origin
         recorder.event_blocks.append(block)
 
     def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:

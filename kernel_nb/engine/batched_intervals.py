@@ -14,12 +14,28 @@ raises `NeedsPrecise` and the launch runs again with per-element bookkeeping.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from kernel_nb.trace import BufferMap
 
 _BIG = np.iinfo(np.int64).max
+
+
+class Lanes(Protocol):
+    """An access's lanes, for the bookkeeping."""
+
+    active: np.ndarray | None  # (rows, lanes) active lanes, None when all are
+
+    def index(self) -> np.ndarray:
+        """(rows, lanes) map indices of every lane (masked lanes hold anything)."""
+        ...
+
+    def shape(self, live: np.ndarray) -> _Shape | None:
+        """The rows as one tile at per-row shifts (see _Shape), if they are and no row touches an
+        element twice."""
+        ...
 
 
 class NeedsPrecise(Exception):
@@ -108,31 +124,30 @@ class IntervalBook:
         writes: bool,
         lo: np.ndarray,
         hi: np.ndarray,
-        elements: np.ndarray,
-        active: np.ndarray | None,
+        lanes: Lanes,
     ) -> None:
         """One access of every batch row to argument `name`.
 
         Args:
             lo, hi: per row, the range of map indices its active lanes touch (lo >= hi: none).
-            elements: (rows, lanes) map indices of every lane (masked lanes hold anything).
-            active: (rows, lanes) active lanes, None when all are.
+            lanes: the access's lanes (their map indices are computed only where needed).
         """
+        active = lanes.active
         canonical = self.canonical[name]
         rows = self.linear
         if reads and self._meets("write", canonical, lo, hi):
-            self._written_elsewhere(canonical, elements, active, "a program reads what another wrote")
+            self._written_elsewhere(canonical, lanes.index(), active, "a program reads what another wrote")
         if writes:
             if self._meets("read", canonical, lo, hi):
                 raise NeedsPrecise("a program writes where another program reads")
             self._extend(canonical, "write", rows, lo, hi)
             overlapping = self._meets("write", canonical, lo, hi)
             if overlapping:  # ranges meet: whether elements do is told by who wrote them
-                self._written_elsewhere(canonical, elements, active, "programs write the same elements")
-            self._mark_writes(name, lo, hi, elements, active, verify=overlapping)
+                self._written_elsewhere(canonical, lanes.index(), active, "programs write the same elements")
+            self._mark_writes(name, lo, hi, lanes.index(), active, verify=overlapping)
         if reads:
             self._extend(canonical, "read", rows, lo, hi)
-            self._count(name, "read", lo, hi, elements, active)
+            self._count(name, "read", lo, hi, lanes)
 
     def _meets(self, kind: str, canonical: str, lo: np.ndarray, hi: np.ndarray) -> bool:
         """Whether a row's range meets what another program read or wrote (by ranges)."""
@@ -211,15 +226,7 @@ class IntervalBook:
         reach_lo[picked] = np.minimum(reach_lo[picked], lo[live])
         reach_hi[picked] = np.maximum(reach_hi[picked], hi[live])
 
-    def _count(
-        self,
-        name: str,
-        kind: str,
-        lo: np.ndarray,
-        hi: np.ndarray,
-        elements: np.ndarray,
-        active: np.ndarray | None,
-    ) -> None:
+    def _count(self, name: str, kind: str, lo: np.ndarray, hi: np.ndarray, lanes: Lanes) -> None:
         batch = lo.shape[0]
         side = self._side(name, kind, batch)
         live = lo < hi
@@ -234,29 +241,37 @@ class IntervalBook:
             order = np.argsort(union_lo[held], kind="stable")
             starts, ends = union_lo[held][order], union_hi[held][order]
             side.shared = not bool((ends[:-1] <= starts[1:]).all())
-        flat = elements.reshape(batch, -1)
-        flat_active = None if active is None else active.reshape(batch, -1)
+        flat_active = lanes.active
         if not side.shared:
             # every element of this access belongs to one program of the batch: mark it
+            flat = lanes.index()
             if side.mark is None:
                 side.mark = self._mark((name, kind), side.size)
             index = flat if flat_active is None else np.where(flat_active, flat, side.size)
             side.mark[index] = True
         else:
             # counted: each row must touch an element once, and none that its program touched before
-            shape = _Shape.of(flat, flat_active, live)
+            shape = lanes.shape(live)
             if shape is None:
                 raise NeedsPrecise("a shared access may touch an element twice in one program")
             for before_lo, before_hi, before in side.ranges:
                 meets = (lo < before_hi) & (before_lo < hi) & live & (before_lo < before_hi)
                 if meets.any() and (before is None or shape.meets(before, meets)):
                     raise NeedsPrecise("a program touches elements again that other programs share")
-            first, last = int(lo[live].min()), int(hi[live].max())
-            picked = flat[live] if flat_active is None else flat[flat_active]
-            added = np.bincount(picked.reshape(-1) - first, minlength=last - first)
             if side.counts is None:
                 side.counts = self._counts.setdefault((name, kind), np.zeros(side.size, np.int32))
-            side.counts[first:last] += added.astype(np.int32)
+            counts = side.counts
+            shifts, rows = np.unique(shape.shift[live], return_counts=True)
+            if flat_active is None and shifts.size <= 64:
+                # rows are one tile at a few shifts: add each shift's rows to its tile's elements
+                for shift, times in zip(shifts.tolist(), rows.tolist()):
+                    counts[shape.lanes + shift] += times
+            else:
+                first, last = int(lo[live].min()), int(hi[live].max())
+                picked = lanes.index()[live] if flat_active is None else lanes.index()[flat_active]
+                counts[first:last] += np.bincount(picked.reshape(-1) - first, minlength=last - first).astype(
+                    np.int32
+                )
             side.ranges.append((np.where(live, lo, 0), np.where(live, hi, 0), shape))
         if not side.shared:
             side.ranges.append((np.where(live, lo, 0), np.where(live, hi, 0), None))
