@@ -202,7 +202,7 @@ class RecordBlock:
     these, and each program's `Record` is built from its row when the program's records are read."""
 
     stmt: int
-    seq: int
+    seq: Any  # int, or per row once programs of the batch ran different statement counts
     call_path: tuple[str, ...]
     iteration: tuple[int, ...]
     dtype: str
@@ -211,6 +211,7 @@ class RecordBlock:
     values: np.ndarray | None
     pointer_args: list[str | None]
     value_rows: np.ndarray | None = None  # row → index in `values` (-1: not kept); None: all rows
+    rows: np.ndarray | None = None  # which rows' programs ran the statement (None: all)
 
     def value(self, row: int) -> np.ndarray | None:
         if self.values is None:
@@ -224,7 +225,7 @@ class RecordBlock:
         value = self.value(row) if keep else None
         return Record(
             self.stmt,
-            self.seq,
+            self.seq if isinstance(self.seq, int) else int(self.seq[row]),
             self.call_path,
             self.iteration,
             self.dtype,
@@ -250,7 +251,7 @@ class EventBlock:
     """
 
     kind: str
-    seq: int
+    seq: Any  # int, or per row (see RecordBlock)
     file: str
     line: int
     arg: str | None
@@ -262,12 +263,13 @@ class EventBlock:
     values: np.ndarray | None = None
     before: np.ndarray | None = None
     kept_rows: np.ndarray | None = None  # row → index in the arrays (-1: not kept); None: all rows
+    rows: np.ndarray | None = None  # which rows' programs made the access (None: all)
 
     def build(self, row: int, keep: bool) -> MemoryEvent:
         live = self.active[row] > 0
         event = MemoryEvent(
             self.kind,
-            self.seq,
+            self.seq if isinstance(self.seq, int) else int(self.seq[row]),
             self.file,
             self.line,
             self.arg if live else None,
@@ -312,10 +314,12 @@ class Deferred(list):  # type: ignore[type-arg]
     def _fill(self) -> None:
         if self.blocks:
             blocks, self.blocks = self.blocks, []
-            list.extend(self, (block.build(self.row, self.keep_values) for block in blocks))
+            row, keep = self.row, self.keep_values
+            list.extend(self, (b.build(row, keep) for b in blocks if b.rows is None or b.rows[row]))
 
     def __len__(self) -> int:
-        return list.__len__(self) + len(self.blocks)
+        row = self.row
+        return list.__len__(self) + sum(1 for b in self.blocks if b.rows is None or b.rows[row])
 
     def __iter__(self) -> Iterator[Any]:
         self._fill()

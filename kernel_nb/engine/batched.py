@@ -1,8 +1,11 @@
 """The batched strategy: the programs of a launch run together, one numpy call serving them all.
 
-Every value carries the batch's programs along a leading axis (see batched_builder). Where the
-programs disagree about control flow, the batch is undone (an undo log restores every byte its
-stores and atomics changed) and split into groups that agree, each run on its own. The result must
+Every value carries the batch's programs along a leading axis (see batched_builder). A `range`
+loop whose stop differs between programs runs once for all of them, the programs that are done
+masked: their loads and stores are off, their records and events are not made, and the loop's
+names keep their values (batched_capture.loop_range). Where the programs disagree about other
+control flow, the batch is undone (an undo log restores every byte its stores and atomics changed)
+and split into groups that agree, each run on its own. The result must
 equal the serial strategy's, records and findings included; wherever the batched form cannot
 guarantee that (one program reading what another wrote, an out-of-bounds access whose first
 occurrence only the serial order defines, prints, tensor descriptors), `BatchUnsupported` is

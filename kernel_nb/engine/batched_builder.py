@@ -251,7 +251,15 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
 
     # -- memory ----------------------------------------------------------------------------------
 
+    def _only_active(self, mask: Any) -> Any:
+        active = batched_active[0]
+        if active is None:
+            return mask
+        rows = active.reshape((active.size,) + (1,) * (mask.data.ndim - 1))
+        return TensorHandle(np.logical_and(mask.data, rows), mask.dtype)
+
     def create_masked_load(self, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        mask = self._only_active(mask)
         b = _leading(ptrs.data, mask.data, other.data if other is not None else ptrs.data)
         full = (b, *ptrs.data.shape[1:])
         ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
@@ -261,6 +269,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         return super().create_masked_load(ptrs, mask, other, *rest)
 
     def create_masked_store(self, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        mask = self._only_active(mask)
         b = _leading(ptrs.data, value.data, mask.data)
         full = (b, *ptrs.data.shape[1:])
         ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
@@ -289,6 +298,8 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     ) -> Any:
         """Apply an atomic one program at a time; keep each program's element values before and
         after its own atomic in `atomic_rows`, as the serial strategy records them."""
+        if batched_trips[0] is not None:
+            raise Divergence(batched_trips[0])  # split by trip count: atomics stay in program order
         dtype = triton_compat.pointer_element_np(ptr)
         out, before, after = [], [], []
         for r in range(b):
@@ -329,12 +340,19 @@ for _name in (
 # -- triton.language, for batched values ------------------------------------------------------------
 
 
+batched_active: list[np.ndarray | None] = [None]  # the programs a masked loop still runs (None: all)
+batched_trips: list[np.ndarray | None] = [None]  # per program, the masked loop's trip count
+
+
 def _uniform(data: np.ndarray) -> np.ndarray:
-    """The first element of each program's value; Divergence when they differ."""
+    """The first element of each program's value; Divergence when they differ (among the programs
+    a masked loop still runs: the others' values are never used)."""
     firsts = np.asarray(data).reshape(data.shape[0], -1)[:, 0]
-    if firsts.size > 1 and not (firsts == firsts[0]).all():
+    active = batched_active[0]
+    considered = firsts[active] if active is not None and firsts.size == active.size else firsts
+    if considered.size > 1 and not (considered == considered[0]).all():
         raise Divergence(firsts)
-    return firsts
+    return considered
 
 
 def _index(self: Any) -> int:

@@ -3,6 +3,7 @@ per-program records the serial strategy makes (see batched.py)."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_builder import AFFINE
+from kernel_nb.engine.batched_builder import AFFINE, Divergence, batched_active, batched_trips
 from kernel_nb.engine.capture import Recorder, report_origin
 from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns
 
@@ -40,7 +41,10 @@ class BatchRecorder(Recorder):
         self.kept_index = None if picked.size == len(pids) else picked
         self.program = self.programs[0]
         self.keep = bool(self.keep_rows.any())
-        self.seq = 0
+        self.seq: Any = 0  # an int; per program once a masked loop has run
+        self.active: np.ndarray | None = None  # the programs a masked loop still runs (None: all)
+        self.trips: np.ndarray | None = None  # per program, the masked loop's trip count
+        batched_active[0] = batched_trips[0] = None
         self.frames = [type(self.frames[0])("")]
 
     def _rows_of(self, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -66,7 +70,17 @@ class BatchRecorder(Recorder):
             values, value_rows = self.kept_rows(rows), self.kept_row_map()
         self.record_blocks.append(
             RecordBlock(
-                stmt, seq, call_path, iteration, dtype, shape, summaries, values, pointer_args, value_rows
+                stmt,
+                seq,
+                call_path,
+                iteration,
+                dtype,
+                shape,
+                summaries,
+                values,
+                pointer_args,
+                value_rows,
+                self.active,
             )
         )
         if self.observations is not None:
@@ -112,6 +126,7 @@ class BatchRecorder(Recorder):
                 values,
                 [arg] * batch,
                 value_rows,
+                self.active,
             )
         )
         if self.observations is not None:
@@ -142,6 +157,11 @@ class BatchRecorder(Recorder):
     def _batch_nonfinite(self, stmt: int, rows: np.ndarray, has_nan: np.ndarray, has_inf: np.ndarray) -> None:
         info = self.statement_info[stmt]
         frame = self.frames[-1]
+        active = self.active
+        if active is not None:  # programs a masked loop is done with neither report nor change
+            old_nan, old_inf = frame.nonfinite.get(info.name, (np.zeros(len(self.batch), bool),) * 2)
+            has_nan = np.where(active, has_nan, old_nan)
+            has_inf = np.where(active, has_inf, old_inf)
         if (has_nan.any() or has_inf.any()) and info.kind in ("assign", "augassign"):
             batch = len(self.batch)
             none = np.zeros(batch, bool)
@@ -150,7 +170,10 @@ class BatchRecorder(Recorder):
             operand_inf = np.logical_or.reduce([np.broadcast_to(i, batch) for _, i in seen] + [none])
             statement = self.statements[stmt]
             assert self.observations is not None
-            for r in np.flatnonzero(has_nan | has_inf):
+            flagged = has_nan | has_inf
+            if active is not None:
+                flagged &= active
+            for r in np.flatnonzero(flagged):
                 pid = self.batch[r]
                 report_origin(
                     self.observations,
@@ -170,7 +193,10 @@ class BatchRecorder(Recorder):
         bad = np.asarray(bad)
         batch = len(self.batch)
         full = np.broadcast_to(bad, (batch, *bad.shape[1:])) if bad.shape[0] != batch else bad
-        for r in np.flatnonzero(full.reshape(batch, -1).any(axis=1)):
+        flagged = full.reshape(batch, -1).any(axis=1)
+        if self.active is not None:
+            flagged &= self.active
+        for r in np.flatnonzero(flagged):
             lanes = np.flatnonzero(full[r].reshape(-1))
 
             def row_of(a: Any, r: int = int(r)) -> np.ndarray:
@@ -179,6 +205,69 @@ class BatchRecorder(Recorder):
 
             pid = self.batch[r]
             yield pid, self.order_of(pid), lanes, row_of
+
+    def next_seq(self) -> Any:
+        """The position of the next record or event: an int, or per program once a masked loop
+        has run (programs it was done with do not advance)."""
+        seq = self.seq
+        if self.active is None:
+            self.seq = seq + 1
+        else:
+            self.seq = np.asarray(seq) + self.active
+        return seq
+
+    # -- loops whose trip count differs between programs ---------------------------------------
+
+    def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A range whose stop differs between programs runs for all of them together, the programs
+        that are done masked (their memory accesses off, their values kept: see loop_merge)."""
+        bounds = None if self.active is not None else _range_bounds(fn, args, kwargs, len(self.batch))
+        if bounds is None:
+            return fn(*args, **kwargs)  # one trip count for all, or Divergence splits the batch
+        start, stop, step = bounds
+        trips = np.maximum(0, -(-(stop - start) // step))
+        if (trips == 0).any() or trips.min() == trips.max():
+            return fn(*args, **kwargs)
+        return self._masked_loop(start, step, trips)
+
+    def _masked_loop(self, start: int, step: int, trips: np.ndarray) -> Iterator[int]:
+        self.trips = batched_trips[0] = trips
+        try:
+            for k in range(int(trips.max())):
+                active = trips > k
+                self.active = None if active.all() else active
+                batched_active[0] = self.active
+                yield start + k * step
+        finally:
+            self.active = self.trips = None
+            batched_active[0] = batched_trips[0] = None
+
+    def loop_snapshot(self, names: dict[str, Any]) -> Any:
+        return dict(names) if self.trips is not None else None
+
+    def loop_merge(
+        self, saved: Any, names: dict[str, Any], assigned: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """For the programs a masked loop is done with, the values the body's names had before."""
+        active = self.active
+        if saved is None or active is None:
+            return None
+        merged = {}
+        batch = len(self.batch)
+        for name in assigned:
+            if name not in saved or name not in names or saved[name] is names[name]:
+                continue
+            old, new = saved[name], names[name]
+            if triton_compat.is_tensor(old) and triton_compat.is_tensor(new) and old.type == new.type:
+                rows = np.broadcast_to(new.handle.data, (batch, *new.handle.data.shape[1:]))
+                before = np.broadcast_to(old.handle.data, rows.shape)
+                kept = np.where(active.reshape((batch,) + (1,) * (rows.ndim - 1)), rows, before)
+                merged[name] = triton_compat.tensor_like(new, kept)
+            elif not (triton_compat.is_tensor(old) or triton_compat.is_tensor(new)) and _same(old, new):
+                continue
+            else:  # a value the batch cannot hold per program: split the batch by trip count
+                raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
+        return merged
 
     def kept_rows(self, rows: np.ndarray) -> np.ndarray:
         """A copy of the rows of programs that can be kept."""
@@ -197,10 +286,10 @@ class BatchRecorder(Recorder):
     def trim(self) -> None:
         """Apply the capture budget in program order, as the serial strategy does as it goes."""
         sizes = np.zeros(len(self.batch), np.int64)
-        for record in self.record_blocks:
-            sizes += record.row_bytes()
-        for event in self.event_blocks:
-            sizes += event.row_bytes()
+        blocks: list[RecordBlock | EventBlock] = [*self.record_blocks, *self.event_blocks]
+        for block in blocks:
+            held = block.row_bytes()
+            sizes += held if block.rows is None else np.where(block.rows, held, 0)
         for program, size in zip(self.programs, sizes.tolist()):
             if program.kept and self.kept_bytes < self.budget:
                 self.kept_bytes += size
@@ -209,3 +298,57 @@ class BatchRecorder(Recorder):
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _range_bounds(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], batch: int
+) -> tuple[int, np.ndarray, int] | None:
+    """(start, per-program stop, step) of range(...) or tl.range(...) whose start and step are the
+    same for every program and whose stop is not (None: anything else)."""
+    if fn is builtins.range:
+        if kwargs or not 1 <= len(args) <= 3:
+            return None
+        values = list(args)
+    elif triton_compat.is_interpreter_range(fn):
+        values = [args[0] if args else kwargs.get("arg1")]
+        values += [args[1] if len(args) > 1 else kwargs.get("arg2")]
+        values += [args[2] if len(args) > 2 else kwargs.get("step")]
+        if values[1] is None:
+            values = [values[0]]
+        elif values[2] is None:
+            values = values[:2]
+    else:
+        return None
+    if len(values) == 1:
+        values = [0, values[0], 1]
+    elif len(values) == 2:
+        values = [values[0], values[1], 1]
+    start, stop, step = (_per_program(v, batch) for v in values)
+    if start is None or stop is None or step is None:
+        return None
+    if start.min() != start.max() or step.min() != step.max() or step[0] == 0:
+        return None
+    if stop.min() == stop.max():
+        return None
+    return int(start[0]), stop.astype(np.int64), int(step[0])
+
+
+def _per_program(value: Any, batch: int) -> np.ndarray | None:
+    value = triton_compat.unwrap_constexpr(value)
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return np.full(batch, int(value), np.int64)
+    if triton_compat.is_tensor(value):
+        data = np.asarray(triton_compat.tensor_data(value))
+        if data.dtype.kind not in "iu" or data.size != data.shape[0]:
+            return None
+        return np.broadcast_to(data.reshape(-1).astype(np.int64), (batch,))
+    return None

@@ -14,7 +14,7 @@ import numpy as np
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, affine_of
+from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, Divergence, affine_of
 from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, _Shape
 from kernel_nb.engine.hooks import MemoryGuard
@@ -182,6 +182,9 @@ class BatchGuard(MemoryGuard):
         shape = (len(self.recorder.batch), *ptrs.data.shape[1:])  # every program gets its own lanes
         addresses = np.broadcast_to(ptrs.data, shape)
         active = np.broadcast_to(np.asarray(mask.data, bool) if mask is not None else np.True_, shape)
+        running = self.recorder.active
+        if running is not None:  # programs a masked loop is done with access nothing
+            active = active & running.reshape((shape[0],) + (1,) * (len(shape) - 1))
         return addresses, active
 
     def check(
@@ -267,6 +270,8 @@ class BatchGuard(MemoryGuard):
         return before.reshape(shape), None, None if after is None else after.reshape(shape)
 
     def assertion_failed(self) -> None:
+        if self.recorder.trips is not None:  # perhaps only in programs a masked loop is done with
+            raise Divergence(self.recorder.trips)
         raise BatchUnsupported("a failed device_assert")
 
     def around(
@@ -352,9 +357,13 @@ class BatchGuard(MemoryGuard):
                 programs = np.repeat(self._linear, counts)
                 inside = (index >= 0) & (index < shared.size)
                 self.pairs.append((shared.name, programs[inside], index[inside], reads, writes))
+        running = recorder.active
         for r, program in enumerate(recorder.programs):
+            if running is not None and not running[r]:
+                continue  # a masked loop is done with this program: it made no access
             arg = args[r]
-            event = MemoryEvent(kind, seq, file, line, arg.name if arg else None, int(counts[r]), 0, 0)
+            at = seq if isinstance(seq, int) else int(seq[r])
+            event = MemoryEvent(kind, at, file, line, arg.name if arg else None, int(counts[r]), 0, 0)
             if arg is not None:
                 if shared is not None:
                     row_offsets = offsets[r]
@@ -413,6 +422,7 @@ class BatchGuard(MemoryGuard):
             counts.tolist(),
             lows,
             highs,
+            rows=recorder.active,
         )
         if recorder.keep:
             block.kept_rows = recorder.kept_row_map()

@@ -45,7 +45,7 @@ class Recorder:
         self.guard = guard
         self.program = ProgramTrace((0, 0, 0))
         self.keep = False
-        self.seq = 0
+        self.seq: Any = 0
         self.frames: list[_Frame] = [_Frame("")]
         self.selected: set[Pid] | None = None if options.pids == "all" else set(options.pids)
         self.statements: list[Statement] = []
@@ -74,7 +74,7 @@ class Recorder:
             pid = self.program.pid
             yield pid, self.order_of(pid), lanes, lambda a: np.asarray(a).reshape(-1)
 
-    def next_seq(self) -> int:
+    def next_seq(self) -> Any:
         self.seq += 1
         return self.seq - 1
 
@@ -164,6 +164,20 @@ class Recorder:
     def loop_exit(self) -> None:
         self.frames[-1].loops.pop()
 
+    def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """What `for x in fn(*args, **kwargs)` iterates over (fn: range or tl.range)."""
+        return fn(*args, **kwargs)
+
+    def loop_snapshot(self, names: dict[str, Any]) -> Any:
+        """Called at the top of each iteration of a range loop (see BatchRecorder)."""
+        return None
+
+    def loop_merge(
+        self, saved: Any, names: dict[str, Any], assigned: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """Called at the end of each iteration of a range loop: values to assign back, if any."""
+        return None
+
     def push_call(self, label: str) -> None:
         self.frames.append(_Frame(label))
 
@@ -188,6 +202,11 @@ class FunctionProbe:
         self.loop_enter = recorder.loop_enter
         self.loop_next = recorder.loop_next
         self.loop_exit = recorder.loop_exit
+        self.snapshot = recorder.loop_snapshot
+        self.merge = recorder.loop_merge
+
+    def range(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return self._recorder.loop_range(fn, args, kwargs)
 
     def record(self, stmt: int, value: Any) -> None:
         if self._recorder.capture:

@@ -132,6 +132,7 @@ class _Instrumenter:
         self.instrument = instrument
         self.breakpoints = breakpoints
         self.statements: list[LocalStatement] = []
+        self.loops = 0
 
     def record_call(
         self, name: str, line: int, kind: str, where: ast.AST, reads: list[ast.expr] | None = None
@@ -190,16 +191,91 @@ class _Instrumenter:
         return [stmt]
 
     def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
+        carried = self._masked_range(stmt)
         body = self.block(stmt.body)
         stmt.orelse = self.block(stmt.orelse)
+        head: list[ast.stmt] = []
+        tail: list[ast.stmt] = []
+        if carried is not None:
+            head, tail = self._carry(stmt, carried)
         if not self.instrument:
-            stmt.body = body
+            stmt.body = head + body + tail
             return [stmt]
-        head: list[ast.stmt] = [self._probe_call("loop_next", stmt)]
+        head.insert(0, self._probe_call("loop_next", stmt))
         if isinstance(stmt, ast.For):
             head.extend(self.record_call(n, stmt.lineno, "loop", stmt) for n in target_names(stmt.target))
-        stmt.body = head + body
+        stmt.body = head + body + tail
         return [self._probe_call("loop_enter", stmt), stmt, self._probe_call("loop_exit", stmt)]
+
+    def _masked_range(self, stmt: ast.For | ast.While) -> list[str] | None:
+        """For `for x in range(...)` (or tl.range): route the range through the probe, which lets
+        programs with different trip counts run the loop together (the batched strategy masks the
+        programs that are done); returns the names the body assigns."""
+        if not isinstance(stmt, ast.For) or not isinstance(stmt.iter, ast.Call):
+            return None
+        func = stmt.iter.func
+        if not (
+            (isinstance(func, ast.Name) and func.id == "range")
+            or (isinstance(func, ast.Attribute) and func.attr == "range")
+        ):
+            return None
+        call = stmt.iter
+        stmt.iter = ast.copy_location(
+            ast.Call(
+                ast.Attribute(ast.Name(PROBE, ast.Load()), "range", ast.Load()),
+                [func, *call.args],
+                call.keywords,
+            ),
+            call,
+        )
+        assigned: list[str] = []
+        for node in stmt.body:
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+                    targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                    for target in targets:
+                        assigned.extend(n for n in target_names(target) if n not in assigned)
+        return assigned
+
+    def _carry(self, stmt: ast.For | ast.While, names: list[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Statements that keep the values of programs a masked loop has finished for: a snapshot of
+        the body's names at the top of each iteration, merged back at its end."""
+        self.loops += 1
+        saved, merged = f"{PROBE}saved{self.loops}", f"{PROBE}merged{self.loops}"
+        locals_call = ast.Call(ast.Name("locals", ast.Load()), [], [])
+        snapshot = ast.Assign(
+            [ast.Name(saved, ast.Store())],
+            ast.Call(ast.Attribute(ast.Name(PROBE, ast.Load()), "snapshot", ast.Load()), [locals_call], []),
+        )
+        merge = ast.Assign(
+            [ast.Name(merged, ast.Store())],
+            ast.Call(
+                ast.Attribute(ast.Name(PROBE, ast.Load()), "merge", ast.Load()),
+                [
+                    ast.Name(saved, ast.Load()),
+                    locals_call,
+                    ast.Tuple([ast.Constant(n) for n in names], ast.Load()),
+                ],
+                [],
+            ),
+        )
+        assign_back: list[ast.stmt] = [
+            ast.If(
+                ast.Compare(ast.Constant(name), [ast.In()], [ast.Name(merged, ast.Load())]),
+                [
+                    ast.Assign(
+                        [ast.Name(name, ast.Store())],
+                        ast.Subscript(ast.Name(merged, ast.Load()), ast.Constant(name), ast.Load()),
+                    )
+                ],
+                [],
+            )
+            for name in names
+        ]
+        tail: list[ast.stmt] = [merge]
+        if assign_back:
+            tail.append(ast.If(ast.Name(merged, ast.Load()), assign_back, []))
+        return [ast.copy_location(snapshot, stmt)], [ast.copy_location(t, stmt) for t in tail]
 
 
 def target_names(target: ast.expr) -> list[str]:

@@ -299,6 +299,16 @@ def constexpr_names(fn: Callable[..., Any]) -> set[str]:
     return names
 
 
+def tensor_like(value: Any, data: np.ndarray) -> Any:
+    """A tensor of `value`'s type holding `data`."""
+    return tl.core.tensor(TensorHandle(data, value.handle.dtype), value.type)
+
+
+def is_interpreter_range(fn: Any) -> bool:
+    """Whether `fn` is what the interpreter puts in place of tl.range and tl.static_range."""
+    return getattr(fn, "__name__", "") == "_new_range" and getattr(fn, "__module__", "") == _interp.__name__
+
+
 def unwrap_constexpr(value: Any) -> Any:
     return value.value if isinstance(value, tl.constexpr) else value
 

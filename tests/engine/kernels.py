@@ -286,3 +286,40 @@ def bytes_view_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     dst = out_ptr.to(tl.pointer_type(tl.int8))
     raw = tl.load(src + offsets, mask=offsets < n * 4)
     tl.store(dst + offsets, raw, mask=offsets < n * 4)
+
+
+@triton.jit
+def _row_sum(x_ptr, row, stride, n, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in tl.range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0)
+    return tl.sum(acc, 0)
+
+
+@triton.jit
+def triangle_kernel(x_ptr, out_ptr, counts_ptr, n, BLOCK: tl.constexpr):
+    # program r sums row r up to column r * BLOCK: the loop's trip count grows with the program id
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    steps = 0
+    last = 0.0
+    for start in range(0, (row + 1) * BLOCK, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+        scaled = tl.log(x)  # NaN for negative x: reported only by the programs still looping
+        for _j in range(2):  # a uniform loop inside
+            acc += x
+        last = tl.sum(scaled, 0)
+        steps += 1
+    tl.store(out_ptr + row, tl.sum(acc, 0) + last)
+    tl.store(counts_ptr + row, steps)
+    tl.store(out_ptr + tl.num_programs(0) + row, _row_sum(x_ptr, row, n, (row + 1) * BLOCK, BLOCK))
+
+
+@triton.jit
+def triangle_atomic_kernel(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    for start in range(0, (row + 1) * BLOCK, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        tl.atomic_add(total_ptr + cols, tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0))

@@ -35,6 +35,10 @@ SCENARIOS = {
     "matmul_full_tiles": (lambda: [f32(64, 48), f32(48, 32), np.zeros((64, 32), np.float32)],
                           lambda a: k.matmul_kernel[(4, 2)](*a, 64, 32, 48, 48, 1, 32, 1, 32, 1,
                                                             BLOCK_M=16, BLOCK_N=16, BLOCK_K=16), "batched"),
+    "masked_loop": (lambda: [np.abs(f32(6, 96)) - 0.5, np.zeros(12, np.float32), np.zeros(6, np.int32)],
+                    lambda a: k.triangle_kernel[(6,)](*a, 96, BLOCK=16), "batched"),
+    "masked_loop_atomics": (lambda: [f32(4, 64), np.zeros(64, np.float32)],
+                            lambda a: k.triangle_atomic_kernel[(4,)](*a, 64, BLOCK=16), "batched per-element"),
     "layer_norm": (lambda: [f32(9, 300), np.zeros((9, 300), np.float32), f32(300), f32(300),
                             np.zeros(9, np.float32), np.zeros(9, np.float32)],
                    lambda a: k.layer_norm_fwd[(9,)](*a, 300, 300, 1e-5, BLOCK=128), "batched"),
@@ -190,3 +194,23 @@ def test_out_of_bounds_error_is_the_serial_one():
         messages[strategy] = str(info.value)
         assert session.trace[0].strategy == "serial"
     assert messages["serial"] == messages["auto"]
+
+
+@pytest.mark.parametrize(
+    ("name", "groups"), [("flash_attention", 1), ("masked_loop", 1), ("masked_loop_atomics", 4)]
+)
+def test_loops_whose_trip_count_differs_run_as_one_batch(name, groups, monkeypatch):
+    """Programs whose loop runs a different number of times stay in one batch, the programs that
+    are done masked; an atomic in such a loop splits the batch by trip count."""
+    from kernel_nb.engine.batched import BatchedRun
+
+    runs = []
+    original = BatchedRun._run_group
+
+    def counted(self, stock, kernel, values, pids):
+        runs.append(list(pids))
+        return original(self, stock, kernel, values, pids)
+
+    monkeypatch.setattr(BatchedRun, "_run_group", counted)
+    _run(name, "auto")
+    assert len(runs) == 1 + (groups if groups > 1 else 0)
