@@ -76,36 +76,45 @@ class Summary:
         nan_mask = np.isnan(as_float)
         inf_mask = np.isinf(as_float)
         nan, inf = int(nan_mask.sum()), int(inf_mask.sum())
-        finite = as_float[~(nan_mask | inf_mask)] if nan or inf else as_float
-        if finite.size == 0:
+        if not (nan or inf):
+            mean = as_float.mean(dtype=np.float64)
+            return Summary(float(as_float.min()), float(as_float.max()), float(mean), 0, 0, size)
+        finite = ~(nan_mask | inf_mask)
+        count = size - nan - inf
+        if count == 0:
             return Summary(np.nan, np.nan, np.nan, nan, inf, size)
+        # as SummaryColumns computes it for many rows at once: the finite lanes, others as zeros
+        total = np.where(finite, as_float, 0).sum(dtype=np.float64)
         return Summary(
-            float(finite.min()), float(finite.max()), float(finite.mean(dtype=np.float64)), nan, inf, size
+            float(as_float.min(where=finite, initial=np.inf)),
+            float(as_float.max(where=finite, initial=-np.inf)),
+            float(total / count),
+            nan,
+            inf,
+            size,
         )
 
 
 @dataclass
 class SummaryColumns:
-    """`Summary.of` for each row of a 2-D array, computed together (bit-identical results).
-
-    Rows holding NaN or Inf keep an exact `Summary.of` in `exact`; the others are columns.
-    """
+    """`Summary.of` for each row of a 2-D array, computed together (bit-identical results)."""
 
     lo: np.ndarray
     hi: np.ndarray
     mean: np.ndarray
     size: int
-    exact: dict[int, Summary]
+    nan: np.ndarray | None = None  # per row, NaN and Inf counts (None: all zero)
+    inf: np.ndarray | None = None
 
     @staticmethod
     def of(values: np.ndarray) -> SummaryColumns:
         rows, size = values.shape
-        empty = np.zeros(rows)
         if size == 0 or rows == 0:
-            return SummaryColumns(empty, empty, empty, size, {r: Summary.of(values[r]) for r in range(rows)})
+            empty = np.full(rows, np.nan)
+            return SummaryColumns(empty, empty, empty, size)
         if values.dtype.kind in "iu":
             lo, hi = values.min(axis=1), values.max(axis=1)
-            return SummaryColumns(lo, hi, values.mean(axis=1, dtype=np.float64), size, {})
+            return SummaryColumns(lo, hi, values.mean(axis=1, dtype=np.float64), size)
         if values.dtype.kind == "b":
             as_float = values.astype(np.float32)
         else:
@@ -113,21 +122,34 @@ class SummaryColumns:
         dirty = np.flatnonzero(np.asarray((~np.isfinite(as_float)).any(axis=1)))
         lo, hi = as_float.min(axis=1), as_float.max(axis=1)
         mean = as_float.mean(axis=1, dtype=np.float64)
-        return SummaryColumns(lo, hi, mean, size, {int(r): Summary.of(values[r]) for r in dirty})
+        if not dirty.size:
+            return SummaryColumns(lo, hi, mean, size)
+        # rows holding NaN or Inf: statistics of their finite lanes, as Summary.of computes them
+        part = as_float[dirty]
+        nan_mask, inf_mask = np.isnan(part), np.isinf(part)
+        finite = ~(nan_mask | inf_mask)
+        count = finite.sum(axis=1)
+        nan, inf = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+        nan[dirty], inf[dirty] = nan_mask.sum(axis=1), inf_mask.sum(axis=1)
+        lo, hi, mean = lo.astype(np.float64), hi.astype(np.float64), mean.copy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = np.where(finite, part, 0).sum(axis=1, dtype=np.float64)
+            lo[dirty] = np.where(count > 0, part.min(axis=1, where=finite, initial=np.inf), np.nan)
+            hi[dirty] = np.where(count > 0, part.max(axis=1, where=finite, initial=-np.inf), np.nan)
+            mean[dirty] = np.where(count > 0, total / count, np.nan)
+        return SummaryColumns(lo, hi, mean, size, nan, inf)
 
     def row(self, r: int) -> Summary:
-        exact = self.exact.get(r)
-        if exact is not None:
-            return exact
-        return Summary(float(self.lo[r]), float(self.hi[r]), float(self.mean[r]), 0, 0, self.size)
+        nan = 0 if self.nan is None else int(self.nan[r])
+        inf = 0 if self.inf is None else int(self.inf[r])
+        return Summary(float(self.lo[r]), float(self.hi[r]), float(self.mean[r]), nan, inf, self.size)
 
     def nonfinite(self) -> tuple[np.ndarray, np.ndarray]:
         """Per row: holds NaN, holds Inf."""
         rows = len(self.lo)
-        nan, inf = np.zeros(rows, bool), np.zeros(rows, bool)
-        for r, summary in self.exact.items():
-            nan[r], inf[r] = summary.nan > 0, summary.inf > 0
-        return nan, inf
+        if self.nan is None or self.inf is None:
+            return np.zeros(rows, bool), np.zeros(rows, bool)
+        return self.nan > 0, self.inf > 0
 
 
 def summary_rows(values: np.ndarray) -> list[Summary]:

@@ -30,8 +30,9 @@ from kernel_nb.trace import ArgumentInfo
 class Memory:
     """One region of caller memory and its private host copy.
 
-    `read` fills the copy from the caller's memory; `write` puts a buffer back. The copy's address
-    range is what the kernel's pointers point into.
+    `read` gives the caller's memory (a view of host memory, or a fresh host copy of device
+    memory) to fill the copy from; `write` puts a buffer back. The copy's address range is what the
+    kernel's pointers point into.
     """
 
     space: str  # "host", "torch:cuda:0", "cupy:0" ...
@@ -252,7 +253,7 @@ def _host_region(lo: int, hi: int) -> tuple[Callable[[], np.ndarray], Callable[[
         return np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
 
     def read() -> np.ndarray:
-        return view().copy()
+        return view()  # the caller copies it into the arena
 
     def write(data: np.ndarray) -> None:
         target = view()

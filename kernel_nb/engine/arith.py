@@ -100,6 +100,8 @@ class ArithmeticHooks:
         data = lhs.data
         signed = data.dtype.kind == "i"
         if op in _OVERFLOW_OPS and signed and data.dtype.itemsize <= 4:
+            if _fits(op, data, np.asarray(rhs.data), np.iinfo(data.dtype)):
+                return
             exact = op(data.astype(np.int64), np.asarray(rhs.data).astype(np.int64))
             info = np.iinfo(data.dtype)
             bad = (exact < info.min) | (exact > info.max)
@@ -236,3 +238,28 @@ class ArithmeticHooks:
             result = numerics.dot(a_values, b_values, numerics.decode(d.data, d_name), mode)
             return triton_compat.TensorHandle(numerics.encode(result, d_name), d.dtype.scalar)
         return triton_compat.TensorHandle(numerics.dot(a_values, b_values, d.data, mode), d.dtype.scalar)
+
+
+def _fits(op: Any, a: np.ndarray, b: np.ndarray, info: np.iinfo) -> bool:
+    """Whether `op(a, b)` cannot leave `info`'s range, from the operands' extremes alone (operands
+    broadcast from a row or a column cost a pass over that row or column only)."""
+    if a.size == 0 or b.size == 0:
+        return True
+    a_lo, a_hi = _extremes(a)
+    b_lo, b_hi = _extremes(b)
+    if op is np.add:
+        low, high = a_lo + b_lo, a_hi + b_hi
+    elif op is np.subtract:
+        low, high = a_lo - b_hi, a_hi - b_lo
+    elif op is np.multiply:
+        corners = (a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi)
+        low, high = min(corners), max(corners)
+    else:
+        return False
+    return info.min <= low and high <= info.max
+
+
+def _extremes(values: np.ndarray) -> tuple[int, int]:
+    # a broadcast axis (stride 0) repeats one slice: look at that slice only
+    core = values[tuple(slice(0, 1) if st == 0 else slice(None) for st in values.strides)]
+    return int(core.min()), int(core.max())

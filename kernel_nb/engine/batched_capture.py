@@ -107,7 +107,6 @@ class BatchRecorder(Recorder):
             (shift + int(lanes.max())).astype(np.int64),
             total / count,
             count,
-            {},
         )
         values, value_rows = None, None
         if self.keep:
@@ -170,7 +169,10 @@ class BatchRecorder(Recorder):
             operand_inf = np.logical_or.reduce([np.broadcast_to(i, batch) for _, i in seen] + [none])
             statement = self.statements[stmt]
             assert self.observations is not None
-            flagged = has_nan | has_inf
+            # the rows report_origin may report: the others return there without a finding
+            flagged = has_nan & ~operand_nan
+            if not info.makes_inf:
+                flagged |= has_inf & ~(operand_nan | operand_inf)
             if active is not None:
                 flagged &= active
             for r in np.flatnonzero(flagged):
