@@ -119,8 +119,9 @@ class SummaryColumns:
             as_float = values.astype(np.float32)
         else:
             as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
-        dirty = np.flatnonzero(np.asarray((~np.isfinite(as_float)).any(axis=1)))
         lo, hi = as_float.min(axis=1), as_float.max(axis=1)
+        # min and max carry a row's NaN and reach its Infs: only those rows need a closer look
+        dirty = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
         mean = as_float.mean(axis=1, dtype=np.float64)
         if not dirty.size:
             return SummaryColumns(lo, hi, mean, size)

@@ -57,6 +57,8 @@ class _Access:
         direct: the elements can be moved with numpy on the argument's copy (the pointer type is the
             argument's own, never cast), rather than through the interpreter's address-based copy.
         affine: the pointers' Affine form, where known.
+        rows: where only some programs access, all their lanes (a masked loop's running programs):
+            those rows; `flat`, `active` and `index()` then hold them only.
     """
 
     ptrs: Any
@@ -68,6 +70,7 @@ class _Access:
     hi: np.ndarray
     direct: bool
     affine: Affine | None = None
+    rows: np.ndarray | None = None
     _index: np.ndarray | None = None
 
     def index(self) -> np.ndarray:
@@ -76,7 +79,10 @@ class _Access:
             arg = self.arg
             if self.affine is not None and self.direct:
                 lanes, _ = self.affine.elements(arg.itemsize)
-                shift = (self.affine.base - arg.lo) // arg.itemsize
+                base = self.affine.base
+                if self.rows is not None and base.size > 1:
+                    base = base[self.rows]
+                shift = (base - arg.lo) // arg.itemsize
                 self._index = np.broadcast_to(shift[:, None] + lanes[None, :], self.flat.shape)
                 return self._index
             index = np.subtract(self.flat.view(np.int64), np.int64(arg.lo))
@@ -91,7 +97,7 @@ class _Access:
         """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
         or a row touches an element twice)."""
         if self.active is None and self.direct:
-            if self.affine is None and getattr(self.ptrs, AFFINE, None) is None:
+            if self.affine is None and self.rows is None and getattr(self.ptrs, AFFINE, None) is None:
                 self.affine = affine_of(self.flat)
                 setattr(self.ptrs, AFFINE, self.affine or False)
             if self.affine:
@@ -100,14 +106,39 @@ class _Access:
                     return None
                 shift = (self.affine.base - self.arg.lo) // self.arg.itemsize
                 return _Shape(ordered, np.broadcast_to(shift, live.shape))
-        return _Shape.of(self.index(), self.active, live)
+        if self.rows is None:
+            return _Shape.of(self.index(), self.active, live)
+        shape = _Shape.of(self.index(), self.active, live[self.rows])
+        if shape is None:
+            return None
+        shift = np.zeros(live.shape, np.int64)  # rows that access nothing are not live
+        shift[self.rows] = shape.shift
+        return _Shape(shape.lanes, shift)
 
-    def gather(self, view: np.ndarray) -> np.ndarray:
-        """view[index] for every lane; 0 for masked lanes."""
+    def gather(self, view: np.ndarray, fill: Any = None) -> np.ndarray:
+        """view[index] for every lane of every row; `fill` (default 0) for masked lanes."""
         index = self.index()
+        if self.rows is not None:
+            full = np.zeros(self.addresses.shape, view.dtype).reshape(len(self.lo), -1)
+            if fill is not None:
+                full[...] = np.broadcast_to(fill, self.addresses.shape).reshape(full.shape)
+            full[self.rows] = view[index]
+            return full
         if self.active is None:
             return view[index]
-        return np.where(self.active, view[np.where(self.active, index, 0)], np.zeros((), view.dtype))
+        gathered = view[np.where(self.active, index, 0)]
+        if fill is None:
+            return np.where(self.active, gathered, np.zeros((), view.dtype))
+        return np.where(
+            self.active, gathered, np.broadcast_to(fill, self.addresses.shape).reshape(index.shape)
+        )
+
+    def full_index(self) -> np.ndarray:
+        """index() for every row (rows that access nothing included)."""
+        if self.rows is None:
+            return self.index()
+        index = np.subtract(self.addresses.reshape(len(self.lo), -1).view(np.int64), np.int64(self.arg.lo))
+        return index // self.arg.itemsize
 
 
 class BatchGuard(MemoryGuard):
@@ -212,6 +243,12 @@ class BatchGuard(MemoryGuard):
             else:
                 low, high = flat.min(axis=1), flat.max(axis=1)
         else:
+            running = given.any(axis=1)
+            if not running.all() and given[running].all():
+                # only some programs access, each with all its lanes: work on their rows alone
+                rows = np.flatnonzero(running)
+                self._subset_access(ptrs, addresses, flat[rows], rows, itemsize, affine)
+                return
             lanes = given
             low = flat.min(axis=1, where=given, initial=_NO_ADDRESS)
             high = flat.max(axis=1, where=given, initial=0)
@@ -234,18 +271,40 @@ class BatchGuard(MemoryGuard):
         )
         self._access = _Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine)
 
+    def _subset_access(
+        self, ptrs: Any, addresses: np.ndarray, flat: np.ndarray, rows: np.ndarray, itemsize: int, affine: Any
+    ) -> None:
+        batch = addresses.shape[0]
+        if affine is not None and flat.shape[1]:
+            base = np.broadcast_to(affine.base, (batch,))[rows]
+            low = (base + affine.lanes.min()).view(np.uint64)
+            high = (base + affine.lanes.max()).view(np.uint64)
+        else:
+            low, high = flat.min(axis=1), flat.max(axis=1)
+        first, last = low.min(), high.max()
+        arg = self.buffer_at(int(first))
+        if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
+            if not self._in_bounds(flat, itemsize).all():
+                raise BatchUnsupported("an access out of bounds")
+            raise NeedsPrecise("an access spans several arguments")
+        size = arg.itemsize
+        lo, hi = np.zeros(batch, np.int64), np.zeros(batch, np.int64)
+        lo[rows] = (low - np.uint64(arg.lo)).astype(np.int64) // size
+        hi[rows] = (high - np.uint64(arg.lo)).astype(np.int64) // size + 1
+        direct = (
+            itemsize == size
+            and not getattr(self.builder, "pointer_cast", True)
+            and triton_compat.pointer_element_np(ptrs).itemsize == size
+        )
+        self._access = _Access(ptrs, addresses, flat, None, arg, lo, hi, direct, affine, rows)
+
     def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
         access = self._access
         if self.precise or access is None or not access.direct:
             return load()
         dtype = triton_compat.pointer_element_np(ptrs)
-        values = access.gather(_view(access.arg, dtype))
-        if access.active is not None and other is not None:
-            values = np.where(
-                access.active,
-                values,
-                np.broadcast_to(other.data, access.addresses.shape).reshape(values.shape),
-            )
+        fill = None if other is None else other.data
+        values = access.gather(_view(access.arg, dtype), fill)
         return triton_compat.TensorHandle(
             values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
         )
@@ -259,9 +318,11 @@ class BatchGuard(MemoryGuard):
         view = _view(access.arg, dtype)
         before = access.gather(view)
         index = access.index()
-        values = np.broadcast_to(value.data, addresses.shape).reshape(index.shape)
+        values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
         old = before
-        if access.active is not None:
+        if access.rows is not None:
+            values, old = values[access.rows], before[access.rows]
+        elif access.active is not None:
             index, values, old = index[access.active], values[access.active], before[access.active]
         view[index] = values
         self.undo.steps.append(lambda: view.__setitem__(index, old))
@@ -406,7 +467,11 @@ class BatchGuard(MemoryGuard):
             arg = access.arg
             self.book.access(arg.name, reads, writes, access.lo, access.hi, access)
             lanes = access.flat.shape[1]
-            counts = np.full(batch, lanes) if access.active is None else access.active.sum(axis=1)
+            if access.rows is not None:
+                counts = np.zeros(batch, np.int64)
+                counts[access.rows] = lanes
+            else:
+                counts = np.full(batch, lanes) if access.active is None else access.active.sum(axis=1)
             live = access.lo < access.hi
             lows = np.where(live, access.lo - arg.origin, 0).tolist()
             highs = np.where(live, access.hi - arg.origin, 0).tolist()
@@ -432,7 +497,7 @@ class BatchGuard(MemoryGuard):
             if before is not None:
                 block.before = recorder.kept_rows(before)
             if access is not None:
-                block.indices = recorder.kept_rows(access.index().reshape(addresses.shape))
+                block.indices = recorder.kept_rows(access.full_index().reshape(addresses.shape))
                 block.indices -= access.arg.origin
         recorder.event_blocks.append(block)
 

@@ -27,6 +27,7 @@ class Lanes(Protocol):
     """An access's lanes, for the bookkeeping."""
 
     active: np.ndarray | None  # (rows, lanes) active lanes, None when all are
+    rows: np.ndarray | None  # the batch rows index() and active hold (None: all)
 
     def index(self) -> np.ndarray:
         """(rows, lanes) map indices of every lane (masked lanes hold anything)."""
@@ -135,16 +136,21 @@ class IntervalBook:
         active = lanes.active
         canonical = self.canonical[name]
         rows = self.linear
+        programs = rows if lanes.rows is None else rows[lanes.rows]  # of index()'s rows
         if reads and self._meets("write", canonical, lo, hi):
-            self._written_elsewhere(canonical, lanes.index(), active, "a program reads what another wrote")
+            self._written_elsewhere(
+                canonical, lanes.index(), active, programs, "a program reads what another wrote"
+            )
         if writes:
             if self._meets("read", canonical, lo, hi):
                 raise NeedsPrecise("a program writes where another program reads")
             self._extend(canonical, "write", rows, lo, hi)
             overlapping = self._meets("write", canonical, lo, hi)
             if overlapping:  # ranges meet: whether elements do is told by who wrote them
-                self._written_elsewhere(canonical, lanes.index(), active, "programs write the same elements")
-            self._mark_writes(name, lo, hi, lanes.index(), active, verify=overlapping)
+                self._written_elsewhere(
+                    canonical, lanes.index(), active, programs, "programs write the same elements"
+                )
+            self._mark_writes(name, lo, hi, lanes.index(), active, programs, verify=overlapping)
         if reads:
             self._extend(canonical, "read", rows, lo, hi)
             self._count(name, "read", lo, hi, lanes)
@@ -155,13 +161,18 @@ class IntervalBook:
         return reach is not None and _overlap_others(reach[0], reach[1], self.linear, lo, hi)
 
     def _written_elsewhere(
-        self, canonical: str, elements: np.ndarray, active: np.ndarray | None, why: str
+        self,
+        canonical: str,
+        elements: np.ndarray,
+        active: np.ndarray | None,
+        programs: np.ndarray,
+        why: str,
     ) -> None:
         """NeedsPrecise where an active lane's element was written by another program."""
         batch = elements.shape[0]
         flat = elements.reshape(batch, -1)
         lanes = None if active is None else active.reshape(batch, -1)
-        me = self.linear.astype(np.int32)[:, None]
+        me = programs.astype(np.int32)[:, None]
         for name, first in self.canonical.items():
             if first != canonical:
                 continue
@@ -185,13 +196,14 @@ class IntervalBook:
         hi: np.ndarray,
         elements: np.ndarray,
         active: np.ndarray | None,
+        programs: np.ndarray,
         verify: bool,
     ) -> None:
         side = self._side(name, "write", lo.shape[0])
         live = lo < hi
         if not live.any():
             return
-        batch = lo.shape[0]
+        batch = elements.shape[0]
         flat = elements.reshape(batch, -1)
         lanes = None if active is None else active.reshape(batch, -1)
         side.lo = min(side.lo, int(lo[live].min()))  # first: clearing must cover what is marked
@@ -199,7 +211,7 @@ class IntervalBook:
         if side.mark is None:
             side.mark = self._mark((name, "write"), side.size)
         index = flat if lanes is None else np.where(lanes, flat, side.size)
-        me = self.linear.astype(np.int32)[:, None]
+        me = programs.astype(np.int32)[:, None]
         side.mark[index] = me
         if verify:  # two programs of this access, one element: only one of them stays marked
             differs = side.mark[index] != me
@@ -268,7 +280,8 @@ class IntervalBook:
                     counts[shape.lanes + shift] += times
             else:
                 first, last = int(lo[live].min()), int(hi[live].max())
-                picked = lanes.index()[live] if flat_active is None else lanes.index()[flat_active]
+                running = live if lanes.rows is None else live[lanes.rows]
+                picked = lanes.index()[running] if flat_active is None else lanes.index()[flat_active]
                 counts[first:last] += np.bincount(picked.reshape(-1) - first, minlength=last - first).astype(
                     np.int32
                 )

@@ -298,7 +298,7 @@ def _row_sum(x_ptr, row, stride, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def triangle_kernel(x_ptr, out_ptr, counts_ptr, n, BLOCK: tl.constexpr):
+def triangle_kernel(x_ptr, out_ptr, counts_ptr, trace_ptr, n, BLOCK: tl.constexpr):
     # program r sums row r up to column r * BLOCK: the loop's trip count grows with the program id
     row = tl.program_id(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -311,6 +311,7 @@ def triangle_kernel(x_ptr, out_ptr, counts_ptr, n, BLOCK: tl.constexpr):
         for _j in range(2):  # a uniform loop inside
             acc += x
         last = tl.sum(scaled, 0)
+        tl.store(trace_ptr + row * 8 + steps + tl.arange(0, 2), tl.sum(acc, 0) + tl.zeros([2], tl.float32))
         steps += 1
     tl.store(out_ptr + row, tl.sum(acc, 0) + last)
     tl.store(counts_ptr + row, steps)
