@@ -102,10 +102,13 @@ def child(side: str, name: str, quick: bool, repeats: int) -> None:
         import kernel_nb
 
         options: dict[str, Any] = {"capture": side == "capture"}
+        ran: list[str] = []
 
         def run() -> None:
-            with kernel_nb.interpret(**options):
+            with kernel_nb.interpret(**options) as session:
                 launch()
+            last = session.trace[-1]
+            ran[:] = [last.strategy + (f" ({last.strategy_note})" if last.strategy_note else "")]
 
     before = _rss_mib()
     run()  # also the warm-up: source rewriting, first-call caches
@@ -115,7 +118,8 @@ def child(side: str, name: str, quick: bool, repeats: int) -> None:
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
-    print(json.dumps({"size": size, "seconds": statistics.median(times), "peak_mib": peak}))
+    how = ran[0] if side != "stock" else ""
+    print(json.dumps({"size": size, "seconds": statistics.median(times), "peak_mib": peak, "how": how}))
 
 
 def main() -> None:
@@ -145,7 +149,12 @@ def main() -> None:
                 print(f"{name} / {side} failed: {last}", file=sys.stderr)
                 if side == "stock" and "torch" in last:
                     sys.exit("the stock interpreter needs torch: pip install torch")
-                results[name, side] = {"size": "", "seconds": float("nan"), "peak_mib": float("nan")}
+                results[name, side] = {
+                    "size": "",
+                    "seconds": float("nan"),
+                    "peak_mib": float("nan"),
+                    "how": "failed",
+                }
                 continue
             results[name, side] = json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -165,6 +174,9 @@ def main() -> None:
     print(
         "ratio = stock time / kernel_nb time (above 1: kernel_nb is faster); MiB = peak RSS above the inputs"
     )
+    print(f"seconds: median of {args.repeats} run(s) after a warm-up run")
+    for name in CASES:
+        print(f"{name:<16} ran {results[name, 'capture'].get('how', '?')}")
 
 
 if __name__ == "__main__":

@@ -111,7 +111,11 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         if steps is None and offset.data.size == offset.data.shape[0]:
             steps = offset.data.reshape(-1)
         if not shape or steps is None:
-            return super().create_addptr(ptr, offset)
+            # as the interpreter computes it (uint64 wrap-around included), with one pass fewer
+            width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
+            moved = np.multiply(offset.data, np.uint64(width), dtype=np.uint64, casting="unsafe")
+            fits = moved.shape == np.broadcast_shapes(ptr.data.shape, moved.shape)
+            return TensorHandle(np.add(ptr.data, moved, out=moved if fits else None), ptr.dtype)
         # one step per program: the same tile, moved
         width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
         moved = ptr.data + (np.uint64(width) * steps.astype(np.uint64)).reshape(
