@@ -67,12 +67,11 @@ class Summary:
         if size == 0:
             return Summary(np.nan, np.nan, np.nan, 0, 0, 0)
         if value.dtype.kind == "b":
-            as_float = value.astype(np.float32)
-        elif value.dtype.kind in "iu":
+            return Summary(float(value.all()), float(value.any()), np.count_nonzero(value) / size, 0, 0, size)
+        if value.dtype.kind in "iu":
             lo, hi = int(value.min()), int(value.max())
             return Summary(float(lo), float(hi), float(value.mean(dtype=np.float64)), 0, 0, size)
-        else:
-            as_float = value.astype(np.float64) if value.dtype.kind != "f" else value
+        as_float = value.astype(np.float64) if value.dtype.kind != "f" else value
         nan_mask = np.isnan(as_float)
         inf_mask = np.isinf(as_float)
         nan, inf = int(nan_mask.sum()), int(inf_mask.sum())
@@ -115,10 +114,11 @@ class SummaryColumns:
         if values.dtype.kind in "iu":
             lo, hi = values.min(axis=1), values.max(axis=1)
             return SummaryColumns(lo, hi, values.mean(axis=1, dtype=np.float64), size)
-        if values.dtype.kind == "b":
-            as_float = values.astype(np.float32)
-        else:
-            as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
+        if values.dtype.kind == "b":  # as Summary.of: 0.0 / 1.0, the mean is the share of True
+            lo = np.asarray(values.all(axis=1), np.float64)
+            hi = np.asarray(values.any(axis=1), np.float64)
+            return SummaryColumns(lo, hi, np.count_nonzero(values, axis=1) / size, size)
+        as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
         lo, hi = as_float.min(axis=1), as_float.max(axis=1)
         # min and max carry a row's NaN and reach its Infs: only those rows need a closer look
         dirty = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
@@ -139,6 +139,21 @@ class SummaryColumns:
             hi[dirty] = np.where(count > 0, part.max(axis=1, where=finite, initial=-np.inf), np.nan)
             mean[dirty] = np.where(count > 0, total / count, np.nan)
         return SummaryColumns(lo, hi, mean, size, nan, inf)
+
+    def repeated(self, rows: int) -> SummaryColumns:
+        """The columns of a one-row summary, for `rows` rows holding that same value."""
+
+        def spread(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.broadcast_to(a, (rows,))
+
+        return SummaryColumns(
+            np.broadcast_to(self.lo, (rows,)),
+            np.broadcast_to(self.hi, (rows,)),
+            np.broadcast_to(self.mean, (rows,)),
+            self.size,
+            spread(self.nan),
+            spread(self.inf),
+        )
 
     def row(self, r: int) -> Summary:
         nan = 0 if self.nan is None else int(self.nan[r])

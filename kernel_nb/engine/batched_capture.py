@@ -63,11 +63,17 @@ class BatchRecorder(Recorder):
         rows, dtype, shape, pointer_args = extracted
         seq = self.next_seq()
         call_path, iteration = self.call_path, self.iteration
-        flat = rows.reshape(len(self.batch), -1)
-        summaries = SummaryColumns.of(np.ascontiguousarray(flat))
+        batch = len(self.batch)
         values, value_rows = None, None
-        if self.keep:  # only the rows of programs that can be kept
-            values, value_rows = self.kept_rows(rows), self.kept_row_map()
+        if batch > 1 and rows.strides[0] == 0:
+            # the same value in every program (a tl.arange, a mask from it): summarise and keep it once
+            summaries = SummaryColumns.of(np.ascontiguousarray(rows[:1].reshape(1, -1))).repeated(batch)
+            if self.keep:
+                values, value_rows = np.array(rows[:1], copy=True), np.where(self.keep_rows, 0, -1)
+        else:
+            summaries = SummaryColumns.of(np.ascontiguousarray(rows.reshape(batch, -1)))
+            if self.keep:  # only the rows of programs that can be kept
+                values, value_rows = self.kept_rows(rows), self.kept_row_map()
         self.record_blocks.append(
             RecordBlock(
                 stmt,
@@ -223,7 +229,8 @@ class BatchRecorder(Recorder):
     def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A range whose stop differs between programs runs for all of them together, the programs
         that are done masked (their memory accesses off, their values kept: see loop_merge)."""
-        bounds = None if self.active is not None else _range_bounds(fn, args, kwargs, len(self.batch))
+        # one masked loop at a time: a loop inside it runs as the programs still running agree
+        bounds = None if self.trips is not None else _range_bounds(fn, args, kwargs, len(self.batch))
         if bounds is None:
             return fn(*args, **kwargs)  # one trip count for all, or Divergence splits the batch
         start, stop, step = bounds

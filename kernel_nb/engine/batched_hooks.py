@@ -16,7 +16,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, Divergence, affine_of
 from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, _Shape
+from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, TileShape
 from kernel_nb.engine.hooks import MemoryGuard
 from kernel_nb.trace import EventBlock, MemoryEvent
 
@@ -93,7 +93,7 @@ class _Access:
             self._index = index
         return self._index
 
-    def shape(self, live: np.ndarray) -> _Shape | None:
+    def shape(self, live: np.ndarray) -> TileShape | None:
         """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
         or a row touches an element twice)."""
         if self.active is None and self.direct:
@@ -105,15 +105,15 @@ class _Access:
                 if ordered is None:
                     return None
                 shift = (self.affine.base - self.arg.lo) // self.arg.itemsize
-                return _Shape(ordered, np.broadcast_to(shift, live.shape))
+                return TileShape(ordered, np.broadcast_to(shift, live.shape))
         if self.rows is None:
-            return _Shape.of(self.index(), self.active, live)
-        shape = _Shape.of(self.index(), self.active, live[self.rows])
+            return TileShape.of(self.index(), self.active, live)
+        shape = TileShape.of(self.index(), self.active, live[self.rows])
         if shape is None:
             return None
         shift = np.zeros(live.shape, np.int64)  # rows that access nothing are not live
         shift[self.rows] = shape.shift
-        return _Shape(shape.lanes, shift)
+        return TileShape(shape.lanes, shift)
 
     def gather(self, view: np.ndarray, fill: Any = None) -> np.ndarray:
         """view[index] for every lane of every row; `fill` (default 0) for masked lanes."""

@@ -33,8 +33,8 @@ class Lanes(Protocol):
         """(rows, lanes) map indices of every lane (masked lanes hold anything)."""
         ...
 
-    def shape(self, live: np.ndarray) -> _Shape | None:
-        """The rows as one tile at per-row shifts (see _Shape), if they are and no row touches an
+    def shape(self, live: np.ndarray) -> TileShape | None:
+        """The rows as one tile at per-row shifts (see TileShape), if they are and no row touches an
         element twice."""
         ...
 
@@ -51,8 +51,8 @@ class _Side:
     union_lo: np.ndarray  # per batch row: the union of that program's ranges so far
     union_hi: np.ndarray
     shared: bool = False  # some programs' ranges overlap: rows are counted, not marked
-    # per access: each row's range, and for counted accesses the lanes' shape (see _Shape)
-    ranges: list[tuple[np.ndarray, np.ndarray, _Shape | None]] = field(default_factory=list)
+    # per access: each row's range, and for counted accesses the lanes' shape (see TileShape)
+    ranges: list[tuple[np.ndarray, np.ndarray, TileShape | None]] = field(default_factory=list)
     mark: np.ndarray | None = None  # element → touched by one program (see IntervalBook._mark)
     counts: np.ndarray | None = None  # element → programs of shared rows that touched it
     lo: int = _BIG
@@ -309,7 +309,7 @@ class IntervalBook:
 
 
 @dataclass
-class _Shape:
+class TileShape:
     """An access whose every live row touches `shift[row] + lanes` (lanes distinct, sorted): the
     same block shape at a per-program place, as a loop over tiles makes."""
 
@@ -317,10 +317,10 @@ class _Shape:
     shift: np.ndarray  # per batch row (meaningless where the row is not live)
 
     @staticmethod
-    def of(flat: np.ndarray, active: np.ndarray | None, live: np.ndarray) -> _Shape | None:
+    def of(flat: np.ndarray, active: np.ndarray | None, live: np.ndarray) -> TileShape | None:
         rows = flat[live]
         if rows.shape[0] == 0:
-            return _Shape(
+            return TileShape(
                 np.zeros(0, np.int64), flat[:, 0] if flat.shape[1] else np.zeros(len(live), np.int64)
             )
         shifted = rows - rows[:, :1]
@@ -334,9 +334,9 @@ class _Shape:
         ordered = np.sort(lanes)
         if ordered.size > 1 and not (ordered[1:] != ordered[:-1]).all():
             return None
-        return _Shape(ordered, flat[:, 0])
+        return TileShape(ordered, flat[:, 0])
 
-    def meets(self, before: _Shape, rows: np.ndarray) -> bool:
+    def meets(self, before: TileShape, rows: np.ndarray) -> bool:
         """Whether any of `rows` touches an element here that it touched in `before`."""
         for step in np.unique(before.shift[rows] - self.shift[rows]):
             # shift + a == before.shift + b  ⇔  a == b + step

@@ -324,3 +324,15 @@ def triangle_atomic_kernel(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
     for start in range(0, (row + 1) * BLOCK, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         tl.atomic_add(total_ptr + cols, tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0))
+
+
+@triton.jit
+def nested_triangle_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # both loops' trip counts depend on the program id
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, (row + 1) * BLOCK, BLOCK):
+        for again in range(0, row % 3 + 1):
+            cols = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0) * (again + 1)
+    tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), acc)

@@ -38,6 +38,8 @@ SCENARIOS = {
     "masked_loop": (lambda: [np.abs(f32(6, 96)) - 0.5, np.zeros(12, np.float32), np.zeros(6, np.int32),
                              np.zeros((6, 8), np.float32)],
                     lambda a: k.triangle_kernel[(6,)](*a, 96, BLOCK=16), "batched"),
+    "nested_masked_loops": (lambda: [f32(5, 80), np.zeros((5, 16), np.float32)],
+                            lambda a: k.nested_triangle_kernel[(5,)](*a, 80, BLOCK=16), "batched"),
     "masked_loop_atomics": (lambda: [f32(4, 64), np.zeros(64, np.float32)],
                             lambda a: k.triangle_atomic_kernel[(4,)](*a, 64, BLOCK=16), "batched per-element"),
     "layer_norm": (lambda: [f32(9, 300), np.zeros((9, 300), np.float32), f32(300), f32(300),
