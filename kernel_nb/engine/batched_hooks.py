@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, Divergence, affine_of
+from kernel_nb.engine.batched_access import Access, view_of
+from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, Divergence
 from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, TileShape
+from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
 from kernel_nb.engine.hooks import MemoryGuard
 from kernel_nb.trace import EventBlock, MemoryEvent
 
@@ -44,103 +43,6 @@ class UndoLog:
         self.steps.clear()
 
 
-@dataclass
-class _Access:
-    """The access being made, as the range check saw it (interval bookkeeping only).
-
-    Attributes:
-        ptrs: the pointer handle (its Affine form, once found, is kept on it).
-        flat: (rows, lanes) host addresses.
-        active: (rows, lanes) active lanes, None when all are.
-        arg: the one argument every active lane falls in.
-        lo, hi: per row, the map indices [lo, hi) its active lanes span (empty for no active lane).
-        direct: the elements can be moved with numpy on the argument's copy (the pointer type is the
-            argument's own, never cast), rather than through the interpreter's address-based copy.
-        affine: the pointers' Affine form, where known.
-        rows: where only some programs access, all their lanes (a masked loop's running programs):
-            those rows; `flat`, `active` and `index()` then hold them only.
-    """
-
-    ptrs: Any
-    addresses: np.ndarray
-    flat: np.ndarray
-    active: np.ndarray | None
-    arg: BufferArg
-    lo: np.ndarray
-    hi: np.ndarray
-    direct: bool
-    affine: Affine | None = None
-    rows: np.ndarray | None = None
-    _index: np.ndarray | None = None
-
-    def index(self) -> np.ndarray:
-        """(rows, lanes) map indices of every lane (masked lanes: whatever their address gives)."""
-        if self._index is None:
-            arg = self.arg
-            if self.affine is not None and self.direct:
-                lanes, _ = self.affine.elements(arg.itemsize)
-                base = self.affine.base
-                if self.rows is not None and base.size > 1:
-                    base = base[self.rows]
-                shift = (base - arg.lo) // arg.itemsize
-                self._index = np.broadcast_to(shift[:, None] + lanes[None, :], self.flat.shape)
-                return self._index
-            index = np.subtract(self.flat.view(np.int64), np.int64(arg.lo))
-            if arg.itemsize & (arg.itemsize - 1) == 0:
-                np.right_shift(index, arg.itemsize.bit_length() - 1, out=index)
-            else:
-                np.floor_divide(index, arg.itemsize, out=index)
-            self._index = index
-        return self._index
-
-    def shape(self, live: np.ndarray) -> TileShape | None:
-        """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
-        or a row touches an element twice)."""
-        if self.active is None and self.direct:
-            if self.affine is None and self.rows is None and getattr(self.ptrs, AFFINE, None) is None:
-                self.affine = affine_of(self.flat)
-                setattr(self.ptrs, AFFINE, self.affine or False)
-            if self.affine:
-                _, ordered = self.affine.elements(self.arg.itemsize)
-                if ordered is None:
-                    return None
-                shift = (self.affine.base - self.arg.lo) // self.arg.itemsize
-                return TileShape(ordered, np.broadcast_to(shift, live.shape))
-        if self.rows is None:
-            return TileShape.of(self.index(), self.active, live)
-        shape = TileShape.of(self.index(), self.active, live[self.rows])
-        if shape is None:
-            return None
-        shift = np.zeros(live.shape, np.int64)  # rows that access nothing are not live
-        shift[self.rows] = shape.shift
-        return TileShape(shape.lanes, shift)
-
-    def gather(self, view: np.ndarray, fill: Any = None) -> np.ndarray:
-        """view[index] for every lane of every row; `fill` (default 0) for masked lanes."""
-        index = self.index()
-        if self.rows is not None:
-            full = np.zeros(self.addresses.shape, view.dtype).reshape(len(self.lo), -1)
-            if fill is not None:
-                full[...] = np.broadcast_to(fill, self.addresses.shape).reshape(full.shape)
-            full[self.rows] = view[index]
-            return full
-        if self.active is None:
-            return view[index]
-        gathered = view[np.where(self.active, index, 0)]
-        if fill is None:
-            return np.where(self.active, gathered, np.zeros((), view.dtype))
-        return np.where(
-            self.active, gathered, np.broadcast_to(fill, self.addresses.shape).reshape(index.shape)
-        )
-
-    def full_index(self) -> np.ndarray:
-        """index() for every row (rows that access nothing included)."""
-        if self.rows is None:
-            return self.index()
-        index = np.subtract(self.addresses.reshape(len(self.lo), -1).view(np.int64), np.int64(self.arg.lo))
-        return index // self.arg.itemsize
-
-
 class BatchGuard(MemoryGuard):
     """The memory guard for a batch: accesses of every program at once, split per program."""
 
@@ -150,7 +52,7 @@ class BatchGuard(MemoryGuard):
 
     precise: bool = True  # per-element bookkeeping; otherwise ranges (batched_intervals)
     book: IntervalBook
-    _access: _Access | None = None
+    _access: Access | None = None
 
     def share_aliases(self) -> None:
         """Arguments that are the same array (an in-place kernel given x twice) share their access
@@ -269,7 +171,7 @@ class BatchGuard(MemoryGuard):
             and not getattr(self.builder, "pointer_cast", True)
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
-        self._access = _Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine)
+        self._access = Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine)
 
     def _subset_access(
         self, ptrs: Any, addresses: np.ndarray, flat: np.ndarray, rows: np.ndarray, itemsize: int, affine: Any
@@ -296,7 +198,7 @@ class BatchGuard(MemoryGuard):
             and not getattr(self.builder, "pointer_cast", True)
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
-        self._access = _Access(ptrs, addresses, flat, None, arg, lo, hi, direct, affine, rows)
+        self._access = Access(ptrs, addresses, flat, None, arg, lo, hi, direct, affine, rows)
 
     def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
         access = self._access
@@ -304,7 +206,7 @@ class BatchGuard(MemoryGuard):
             return load()
         dtype = triton_compat.pointer_element_np(ptrs)
         fill = None if other is None else other.data
-        values = access.gather(_view(access.arg, dtype), fill)
+        values = access.gather(view_of(access.arg, dtype), fill)
         return triton_compat.TensorHandle(
             values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
         )
@@ -315,7 +217,7 @@ class BatchGuard(MemoryGuard):
         access = self._access
         if self.precise or access is None or not access.direct:
             return super().store(store, addresses, active, dtype, value)
-        view = _view(access.arg, dtype)
+        view = view_of(access.arg, dtype)
         before = access.gather(view)
         index = access.index()
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
@@ -666,8 +568,3 @@ class BatchGuard(MemoryGuard):
                     bmap.writes += counts
                     np.maximum.at(bmap.last_writer, elements, (keys // bmap.size).astype(np.int32))
         self.pairs = []
-
-
-def _view(arg: BufferArg, dtype: np.dtype) -> np.ndarray:
-    """The argument's span of its host copy, as elements of `dtype` (the same size as its own)."""
-    return arg.memory.copy[arg.span_lo : arg.span_hi].view(dtype)
