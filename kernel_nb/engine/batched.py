@@ -114,7 +114,10 @@ class BatchedRun(LaunchContext):
             with self._language() as stock:
                 kernel = self.function(self.fn)
                 values = {k: batched_value(v) for k, v in self.bound.values.items()}
-                size = FIRST_BATCH
+                # a first, small batch measures what keeping a program's values costs; nothing to
+                # measure when no values are kept beyond a chosen few
+                recorder = self.recorder
+                size = FIRST_BATCH if recorder.capture and recorder.selected is None else MAX_BATCH
                 while done < len(order):
                     group = order[done : done + size]
                     spent = self.recorder.kept_bytes
