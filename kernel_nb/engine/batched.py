@@ -39,8 +39,7 @@ from kernel_nb.errors import LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Pid
 
-MAX_BATCH = 4096
-FIRST_BATCH = 64  # measures what a program's values cost before larger batches are sized
+MAX_BATCH = 4096  # values of a batch's programs are copied only while the budget can reach them
 
 # source text that makes a kernel's programs depend on running one at a time
 _SERIAL_ONLY = ("print(", "breakpoint(", "set_trace(", "device_print", "static_print", "inline_asm")
@@ -114,16 +113,10 @@ class BatchedRun(LaunchContext):
             with self._language() as stock:
                 kernel = self.function(self.fn)
                 values = {k: batched_value(v) for k, v in self.bound.values.items()}
-                # a first, small batch measures what keeping a program's values costs; nothing to
-                # measure when no values are kept beyond a chosen few
-                recorder = self.recorder
-                size = FIRST_BATCH if recorder.capture and recorder.selected is None else MAX_BATCH
                 while done < len(order):
-                    group = order[done : done + size]
-                    spent = self.recorder.kept_bytes
+                    group = order[done : done + MAX_BATCH]
                     self._run_group(stock, kernel, values, group)
                     done += len(group)
-                    size = self._next_size(self.recorder.kept_bytes - spent, len(group))
                     if progress is not None:
                         progress(done, len(order))
         except KeyboardInterrupt:
@@ -143,13 +136,6 @@ class BatchedRun(LaunchContext):
         from kernel_nb import checks
 
         checks.finish(launch, self.observations)
-
-    def _next_size(self, kept: int, programs: int) -> int:
-        """Batch size such that the values a batch copies stay near what the budget has left."""
-        left = self.recorder.budget - self.recorder.kept_bytes
-        if kept == 0 or left <= 0:
-            return MAX_BATCH
-        return max(1, min(MAX_BATCH, int(left / (kept / programs)) + 1))
 
     @contextmanager
     def _language(self) -> Iterator[Any]:

@@ -39,6 +39,7 @@ class BatchRecorder(Recorder):
             records.keep_values = events.keep_values = program.kept
         picked = np.flatnonzero(self.keep_rows)
         self.kept_index = None if picked.size == len(pids) else picked
+        self.held = np.zeros(len(pids), np.int64)  # per program, bytes of values kept so far
         self.program = self.programs[0]
         self.keep = bool(self.keep_rows.any())
         self.seq: Any = 0  # an int; per program once a masked loop has run
@@ -74,7 +75,7 @@ class BatchRecorder(Recorder):
             summaries = SummaryColumns.of(np.ascontiguousarray(rows.reshape(batch, -1)))
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
-        self.record_blocks.append(
+        self.add_block(
             RecordBlock(
                 stmt,
                 seq,
@@ -119,7 +120,7 @@ class BatchRecorder(Recorder):
             picked = np.arange(batch) if self.kept_index is None else self.kept_index
             values = (shift[picked][:, None] + lanes[None, :]).reshape((picked.size, *shape))
             value_rows = self.kept_row_map()
-        self.record_blocks.append(
+        self.add_block(
             RecordBlock(
                 stmt,
                 self.next_seq(),
@@ -277,6 +278,27 @@ class BatchRecorder(Recorder):
             else:  # a value the batch cannot hold per program: split the batch by trip count
                 raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
         return merged
+
+    def add_block(self, block: RecordBlock | EventBlock) -> None:
+        """Add a record or event block; stop copying values for the programs the budget can no
+        longer reach. Programs are kept in order while the bytes kept before them are under the
+        budget, and a program's bytes only grow: once the programs up to one of them hold the
+        budget, none after it can be kept."""
+        if isinstance(block, RecordBlock):
+            self.record_blocks.append(block)
+        else:
+            self.event_blocks.append(block)
+        if not self.keep:
+            return
+        held = block.row_bytes()
+        self.held += held if block.rows is None else np.where(block.rows, held, 0)
+        kept = np.flatnonzero(self.keep_rows)
+        reached = np.flatnonzero(self.kept_bytes + np.cumsum(self.held[kept]) >= self.budget)
+        if reached.size and reached[0] + 1 < kept.size:
+            self.keep_rows[kept[reached[0] + 1 :]] = False
+            picked = np.flatnonzero(self.keep_rows)
+            self.kept_index = None if picked.size == len(self.batch) else picked
+            self.keep = bool(picked.size)
 
     def kept_rows(self, rows: np.ndarray) -> np.ndarray:
         """A copy of the rows of programs that can be kept."""

@@ -401,7 +401,7 @@ class BatchGuard(MemoryGuard):
             if access is not None:
                 block.indices = recorder.kept_rows(access.full_index().reshape(addresses.shape))
                 block.indices -= access.arg.origin
-        recorder.event_blocks.append(block)
+        recorder.add_block(block)
 
     def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:
         """Per program, the argument its first active lane points into (None: no active lane)."""
