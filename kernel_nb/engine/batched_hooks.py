@@ -133,27 +133,30 @@ class BatchGuard(MemoryGuard):
         batch = addresses.shape[0]
         flat = addresses.reshape(batch, -1)
         given = active.reshape(batch, -1)
-        lanes: np.ndarray | None = None
         affine = getattr(ptrs, AFFINE, None) or None
         if affine is not None and affine.lanes.size != flat.shape[1]:
             affine = None
-        if bool(given.all()):
-            if affine is not None and flat.shape[1]:  # the tile's corners, at each program's place
-                base = np.broadcast_to(affine.base, (batch,))
-                low = (base + affine.lanes.min()).view(np.uint64)
-                high = (base + affine.lanes.max()).view(np.uint64)
-            else:
-                low, high = flat.min(axis=1), flat.max(axis=1)
-        else:
+        rows: np.ndarray | None = None
+        lanes: np.ndarray | None = None
+        if not bool(given.all()):
             running = given.any(axis=1)
             if not running.all() and given[running].all():
                 # only some programs access, each with all its lanes: work on their rows alone
                 rows = np.flatnonzero(running)
-                self._subset_access(ptrs, addresses, flat[rows], rows, itemsize, affine)
-                return
-            lanes = given
-            low = flat.min(axis=1, where=given, initial=_NO_ADDRESS)
-            high = flat.max(axis=1, where=given, initial=0)
+                flat = flat[rows]
+            else:
+                lanes = given
+        if lanes is not None:
+            low = flat.min(axis=1, where=lanes, initial=_NO_ADDRESS)
+            high = flat.max(axis=1, where=lanes, initial=0)
+        elif affine is not None and flat.shape[1]:  # the tile's corners, at each program's place
+            base = np.broadcast_to(affine.base, (batch,))
+            if rows is not None:
+                base = base[rows]
+            low = (base + affine.lanes.min()).view(np.uint64)
+            high = (base + affine.lanes.max()).view(np.uint64)
+        else:
+            low, high = flat.min(axis=1), flat.max(axis=1)
         live = low <= high
         if flat.shape[1] == 0 or not live.any():
             return
@@ -166,39 +169,14 @@ class BatchGuard(MemoryGuard):
         size = arg.itemsize
         lo = np.where(live, (low - np.uint64(arg.lo)).astype(np.int64) // size, 0)
         hi = np.where(live, (high - np.uint64(arg.lo)).astype(np.int64) // size + 1, 0)
+        if rows is not None:  # per batch row; rows that access nothing are empty
+            lo, hi = _spread(lo, rows, batch), _spread(hi, rows, batch)
         direct = (
             itemsize == size
             and not getattr(self.builder, "pointer_cast", True)
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
-        self._access = Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine)
-
-    def _subset_access(
-        self, ptrs: Any, addresses: np.ndarray, flat: np.ndarray, rows: np.ndarray, itemsize: int, affine: Any
-    ) -> None:
-        batch = addresses.shape[0]
-        if affine is not None and flat.shape[1]:
-            base = np.broadcast_to(affine.base, (batch,))[rows]
-            low = (base + affine.lanes.min()).view(np.uint64)
-            high = (base + affine.lanes.max()).view(np.uint64)
-        else:
-            low, high = flat.min(axis=1), flat.max(axis=1)
-        first, last = low.min(), high.max()
-        arg = self.buffer_at(int(first))
-        if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
-            if not self._in_bounds(flat, itemsize).all():
-                raise BatchUnsupported("an access out of bounds")
-            raise NeedsPrecise("an access spans several arguments")
-        size = arg.itemsize
-        lo, hi = np.zeros(batch, np.int64), np.zeros(batch, np.int64)
-        lo[rows] = (low - np.uint64(arg.lo)).astype(np.int64) // size
-        hi[rows] = (high - np.uint64(arg.lo)).astype(np.int64) // size + 1
-        direct = (
-            itemsize == size
-            and not getattr(self.builder, "pointer_cast", True)
-            and triton_compat.pointer_element_np(ptrs).itemsize == size
-        )
-        self._access = Access(ptrs, addresses, flat, None, arg, lo, hi, direct, affine, rows)
+        self._access = Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine, rows)
 
     def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
         access = self._access
@@ -568,3 +546,9 @@ class BatchGuard(MemoryGuard):
                     bmap.writes += counts
                     np.maximum.at(bmap.last_writer, elements, (keys // bmap.size).astype(np.int32))
         self.pairs = []
+
+
+def _spread(values: np.ndarray, rows: np.ndarray, batch: int) -> np.ndarray:
+    full = np.zeros(batch, values.dtype)
+    full[rows] = values
+    return full

@@ -271,7 +271,10 @@ class IntervalBook:
                 if meets.any() and (before is None or shape.meets(before, meets)):
                     raise NeedsPrecise("a program touches elements again that other programs share")
             if side.counts is None:
-                side.counts = self._counts.setdefault((name, kind), np.zeros(side.size, np.int32))
+                key = (name, kind)
+                if key not in self._counts:
+                    self._counts[key] = np.zeros(side.size, np.int32)
+                side.counts = self._counts[key]
             counts = side.counts
             shifts, rows = np.unique(shape.shift[live], return_counts=True)
             if flat_active is None and shifts.size <= 64:
