@@ -234,6 +234,36 @@ class MemoryEvent:
     before: np.ndarray | None = None
 
 
+class TileRows:
+    """Rows of integer arrays that are one tile at a per-row shift: row i is `shift[i] + lanes`.
+
+    Stands in for the (rows, *shape) array it describes (pointer offsets and memory indices of a
+    tiled access), so that a batch keeps two small vectors instead of a value per lane; a row is
+    made when someone reads it.
+    """
+
+    def __init__(self, shift: np.ndarray, lanes: np.ndarray, shape: tuple[int, ...]) -> None:
+        self.shift = shift
+        self.lanes = lanes
+        self.shape = (len(shift), *shape)
+
+    def __len__(self) -> int:
+        return len(self.shift)
+
+    def __getitem__(self, row: int) -> np.ndarray:
+        return (self.lanes + self.shift[row]).reshape(self.shape[1:])
+
+    def row_nbytes(self) -> int:
+        """Bytes of one row once made (what the serial strategy keeps per program)."""
+        return int(self.lanes.size) * np.dtype(np.int64).itemsize
+
+
+def _row_nbytes(rows: Any) -> int:
+    if isinstance(rows, TileRows):
+        return rows.row_nbytes()
+    return int(rows[0].nbytes)
+
+
 @dataclass
 class RecordBlock:
     """One statement's values for a batch of programs, as columns: the batched strategy records
@@ -246,7 +276,7 @@ class RecordBlock:
     dtype: str
     shape: tuple[int, ...]
     summaries: SummaryColumns
-    values: np.ndarray | None
+    values: np.ndarray | TileRows | None
     pointer_args: list[str | None]
     value_rows: np.ndarray | None = None  # row → index in `values` (-1: not kept); None: all rows
     rows: np.ndarray | None = None  # which rows' programs ran the statement (None: all)
@@ -275,7 +305,7 @@ class RecordBlock:
 
     def row_bytes(self) -> int:
         """Bytes of one kept row's value."""
-        return 0 if self.values is None else self.values[0].nbytes if len(self.values) else 0
+        return 0 if self.values is None else _row_nbytes(self.values) if len(self.values) else 0
 
 
 @dataclass
@@ -296,7 +326,7 @@ class EventBlock:
     active: list[int]
     lo: list[int]
     hi: list[int]
-    indices: np.ndarray | None = None
+    indices: np.ndarray | TileRows | None = None
     mask: np.ndarray | None = None
     values: np.ndarray | None = None
     before: np.ndarray | None = None
@@ -328,7 +358,7 @@ class EventBlock:
         held = sum(a[0].nbytes for a in (self.mask, self.values, self.before) if a is not None and len(a))
         if self.indices is None or not len(self.indices):
             return held
-        return held + np.where(np.asarray(self.active) > 0, self.indices[0].nbytes, 0)
+        return held + np.where(np.asarray(self.active) > 0, _row_nbytes(self.indices), 0)
 
 
 class Deferred(list):  # type: ignore[type-arg]

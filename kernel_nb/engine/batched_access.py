@@ -63,19 +63,30 @@ class Access:
             self._index = index
         return self._index
 
+    def tile(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per batch row the map index of its tile's origin, and the lanes' element offsets from it
+        (None: the access has no Affine form, or is not made in the argument's own elements)."""
+        if self.direct and self.affine is None and getattr(self.ptrs, AFFINE, None) is None:
+            if self.rows is None:
+                self.affine = affine_of(self.flat)
+                setattr(self.ptrs, AFFINE, self.affine or False)
+        if not (self.affine and self.direct):
+            return None
+        lanes, _ = self.affine.elements(self.arg.itemsize)
+        base = np.broadcast_to(self.affine.base, (len(self.lo),))
+        return (base - self.arg.lo) // self.arg.itemsize, lanes
+
     def shape(self, live: np.ndarray) -> TileShape | None:
         """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
         or a row touches an element twice)."""
         if self.active is None and self.direct:
-            if self.affine is None and self.rows is None and getattr(self.ptrs, AFFINE, None) is None:
-                self.affine = affine_of(self.flat)
-                setattr(self.ptrs, AFFINE, self.affine or False)
-            if self.affine:
+            tile = self.tile()
+            if tile is not None:
+                assert self.affine
                 _, ordered = self.affine.elements(self.arg.itemsize)
                 if ordered is None:
                     return None
-                shift = (self.affine.base - self.arg.lo) // self.arg.itemsize
-                return TileShape(ordered, np.broadcast_to(shift, live.shape))
+                return TileShape(ordered, np.broadcast_to(tile[0], live.shape))
         if self.rows is None:
             return TileShape.of(self.index(), self.active, live)
         shape = TileShape.of(self.index(), self.active, live[self.rows])

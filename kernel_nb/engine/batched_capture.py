@@ -13,7 +13,7 @@ from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_builder import AFFINE, Divergence, batched_active, batched_trips
 from kernel_nb.engine.capture import Recorder, report_origin
-from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns
+from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns, TileRows
 
 
 class BatchRecorder(Recorder):
@@ -115,10 +115,11 @@ class BatchRecorder(Recorder):
             total / count,
             count,
         )
-        values, value_rows = None, None
+        values: TileRows | None = None
+        value_rows = None
         if self.keep:
             picked = np.arange(batch) if self.kept_index is None else self.kept_index
-            values = (shift[picked][:, None] + lanes[None, :]).reshape((picked.size, *shape))
+            values = TileRows(shift[picked], lanes, shape)
             value_rows = self.kept_row_map()
         self.add_block(
             RecordBlock(

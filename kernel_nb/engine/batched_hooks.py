@@ -17,7 +17,7 @@ from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, D
 from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
 from kernel_nb.engine.hooks import MemoryGuard
-from kernel_nb.trace import EventBlock, MemoryEvent
+from kernel_nb.trace import EventBlock, MemoryEvent, TileRows
 
 _NO_ADDRESS = np.iinfo(np.uint64).max
 
@@ -377,8 +377,14 @@ class BatchGuard(MemoryGuard):
             if before is not None:
                 block.before = recorder.kept_rows(before)
             if access is not None:
-                block.indices = recorder.kept_rows(access.full_index().reshape(addresses.shape))
-                block.indices -= access.arg.origin
+                tile = access.tile()
+                if tile is not None:
+                    shift, lanes = tile
+                    kept = slice(None) if recorder.kept_index is None else recorder.kept_index
+                    block.indices = TileRows(shift[kept] - access.arg.origin, lanes, addresses.shape[1:])
+                else:
+                    block.indices = recorder.kept_rows(access.full_index().reshape(addresses.shape))
+                    block.indices -= access.arg.origin
         recorder.add_block(block)
 
     def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:
