@@ -5,9 +5,11 @@ and their tile shape (batched_intervals)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.batched_builder import AFFINE, Affine, affine_of
@@ -42,6 +44,7 @@ class Access:
     affine: Affine | None = None
     rows: np.ndarray | None = None
     _index: np.ndarray | None = None
+    _searched: bool = False
 
     def index(self) -> np.ndarray:
         """(rows, lanes) map indices of every lane (masked lanes: whatever their address gives)."""
@@ -66,10 +69,16 @@ class Access:
     def tile(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Per batch row the map index of its tile's origin, and the lanes' element offsets from it
         (None: the access has no Affine form, or is not made in the argument's own elements)."""
-        if self.direct and self.affine is None and getattr(self.ptrs, AFFINE, None) is None:
+        if self.direct and self.affine is None and not self._searched and getattr(self.ptrs, AFFINE, None) is None:
+            self._searched = True
+            found = affine_of(self.flat)
             if self.rows is None:
-                self.affine = affine_of(self.flat)
-                setattr(self.ptrs, AFFINE, self.affine or False)
+                self.affine = found
+                setattr(self.ptrs, AFFINE, found or False)
+            elif found is not None:  # the running programs' tiles (the others access nothing)
+                base = np.zeros(len(self.lo), np.int64)
+                base[self.rows] = found.base
+                self.affine = Affine(base, found.lanes)
         if not (self.affine and self.direct):
             return None
         lanes, _ = self.affine.elements(self.arg.itemsize)
@@ -96,23 +105,71 @@ class Access:
         shift[self.rows] = shape.shift
         return TileShape(shape.lanes, shift)
 
+    def runs(self, size: int) -> tuple[np.ndarray, int, np.ndarray | None] | None:
+        """Where each row's lanes are runs of consecutive elements (a tile's rows): the start of
+        every run, (rows, runs), the run length, and which runs lie inside a map of `size`
+        elements (None: all of them); None where the lanes have no such form."""
+        tile = self.tile()
+        if tile is None:
+            return None
+        assert self.affine
+        found = self.affine.runs(self.arg.itemsize)
+        if found is None or found[1] > size:
+            return None
+        heads, run = found
+        shift = tile[0] if self.rows is None else tile[0][self.rows]
+        starts = shift[:, None] + heads[None, :]
+        inside = (starts >= 0) & (starts <= size - run)
+        return starts, run, None if inside.all() else inside
+
     def gather(self, view: np.ndarray, fill: Any = None) -> np.ndarray:
         """view[index] for every lane of every row; `fill` (default 0) for masked lanes."""
-        index = self.index()
+        runs = self.runs(view.size)
+        if runs is not None:
+            # whole runs at a time: no index per lane
+            starts, run, inside = runs
+            if inside is None:
+                picked = sliding_window_view(view, run)[starts]
+            else:
+                picked = sliding_window_view(view, run)[np.where(inside, starts, 0)]
+                # runs reaching past the map: their active lanes are inside it (checked before)
+                ends = starts[~inside][:, None] + np.arange(run)
+                picked[~inside] = view[np.clip(ends, 0, view.size - 1)]
+            picked = picked.reshape(len(starts), -1)
         if self.rows is not None:
             full = np.zeros(self.addresses.shape, view.dtype).reshape(len(self.lo), -1)
             if fill is not None:
                 full[...] = np.broadcast_to(fill, self.addresses.shape).reshape(full.shape)
-            full[self.rows] = view[index]
+            full[self.rows] = picked if runs is not None else view[self.index()]
             return full
         if self.active is None:
-            return view[index]
-        gathered = view[np.where(self.active, index, 0)]
+            return picked if runs is not None else view[self.index()]
+        gathered = picked if runs is not None else view[np.where(self.active, self.index(), 0)]
         if fill is None:
             return np.where(self.active, gathered, np.zeros((), view.dtype))
         return np.where(
-            self.active, gathered, np.broadcast_to(fill, self.addresses.shape).reshape(index.shape)
+            self.active, gathered, np.broadcast_to(fill, self.addresses.shape).reshape(gathered.shape)
         )
+
+    def scatter(self, view: np.ndarray, values: np.ndarray) -> Callable[[], None]:
+        """Store `values` (one per lane of every row) at the active lanes; returns the undo."""
+        runs = self.runs(view.size) if self.active is None else None
+        if runs is not None and runs[2] is None:
+            starts, run, _ = runs
+            windows = sliding_window_view(view, run, writeable=True)
+            if self.rows is not None:
+                values = values[self.rows]
+            old = windows[starts]
+            windows[starts] = values.reshape(old.shape)
+            return lambda: windows.__setitem__(starts, old)
+        index = self.index()
+        if self.rows is not None:
+            values = values[self.rows]
+        elif self.active is not None:
+            index, values = index[self.active], values[self.active]
+        old = view[index]
+        view[index] = values
+        return lambda: view.__setitem__(index, old)
 
     def full_index(self) -> np.ndarray:
         """index() for every row (rows that access nothing included)."""

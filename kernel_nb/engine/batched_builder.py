@@ -46,6 +46,22 @@ class Affine:
     base: np.ndarray  # int64 address per program (or one for all)
     lanes: np.ndarray  # int64 byte offset of every lane from `base`
     _elements: dict[int, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
+    _runs: dict[int, tuple[np.ndarray, int] | None] = field(default_factory=dict)
+
+    def runs(self, itemsize: int) -> tuple[np.ndarray, int] | None:
+        """The lanes (in elements) as runs of consecutive elements of one length: each run's first
+        element and the length (None: runs shorter than 8 lanes, or of different lengths)."""
+        if itemsize not in self._runs:
+            lanes, _ = self.elements(itemsize)
+            breaks = np.flatnonzero(np.diff(lanes) != 1)
+            run = int(breaks[0]) + 1 if breaks.size else lanes.size
+            found = None
+            if run >= 8 and lanes.size % run == 0:
+                grid = lanes.reshape(-1, run)
+                if (grid - grid[:, :1] == np.arange(run)).all():
+                    found = (np.ascontiguousarray(grid[:, 0]), run)
+            self._runs[itemsize] = found
+        return self._runs[itemsize]
 
     def elements(self, itemsize: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The lanes in elements, and the same sorted if no two lanes share an element (else None)."""
@@ -59,6 +75,36 @@ class Affine:
 
 AFFINE = "_kernel_nb_affine"  # the attribute of a pointer TensorHandle holding its Affine (False: none)
 SPLAT = "_kernel_nb_splat"  # the attribute of a splat TensorHandle holding each program's one value
+
+
+INTEGER_FORM = "_kernel_nb_integer_form"  # an integer block's IntegerForm, where it has one
+
+
+@dataclass
+class IntegerForm:
+    """An integer block whose every program holds `base[program] + lanes` (a program's offset plus
+    a tl.arange, as `pid * BLOCK + tl.arange(0, BLOCK)` makes): pointers moved by it are Affine
+    without a look at their lanes."""
+
+    base: np.ndarray  # int64 per program (or one for all)
+    lanes: np.ndarray  # int64, every lane of the block
+
+
+def integer_form(handle: Any) -> IntegerForm | None:
+    """The IntegerForm of an integer handle: carried, a splat's values, or a block that is the
+    same in every program."""
+    form = getattr(handle, INTEGER_FORM, None)
+    if form is not None:
+        return form
+    data = handle.data
+    if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu" or data.ndim == 0:
+        return None
+    splat = getattr(handle, SPLAT, None)
+    if splat is not None:
+        return IntegerForm(splat.astype(np.int64), np.zeros(data[0].size, np.int64))
+    if data.shape[0] == 1:
+        return IntegerForm(np.zeros(1, np.int64), data.reshape(-1).astype(np.int64))
+    return None
 
 
 def affine_of(rows: np.ndarray) -> Affine | None:
@@ -105,17 +151,39 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
 
     # -- pointers --------------------------------------------------------------------------------
 
+    def create_add(self, lhs: Any, rhs: Any) -> Any:
+        result = super().create_add(lhs, rhs)
+        data = result.data
+        if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu" or data.ndim < 2:
+            return result
+        a, b = integer_form(lhs), integer_form(rhs)
+        if a is None or b is None or a.lanes.size != data[0].size or b.lanes.size != data[0].size:
+            return result
+        base, lanes = a.base + b.base, a.lanes + b.lanes
+        if base.size == 1:
+            return result  # the same in every program: no form needed
+        info = np.iinfo(data.dtype)
+        if int(base.min()) + int(lanes.min()) < info.min or int(base.max()) + int(lanes.max()) > info.max:
+            return result  # wrapped around: the form would not be the values
+        setattr(result, INTEGER_FORM, IntegerForm(base, lanes))
+        return result
+
     def create_addptr(self, ptr: Any, offset: Any) -> Any:
         shape = getattr(ptr, AFFINE, None)
+        form = getattr(offset, INTEGER_FORM, None)
+        if form is not None and ptr.data.ndim >= 2 and form.lanes.size == offset.data[0].size:
+            origin = shape or _pointer_origin(ptr, form.lanes.size)
+            if origin:
+                width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
+                result = self._addptr(ptr, offset, width)
+                moved = Affine(origin.base + form.base * width, origin.lanes + form.lanes * width)
+                setattr(result, AFFINE, moved)
+                return result
         steps = getattr(offset, SPLAT, None)
         if steps is None and offset.data.size == offset.data.shape[0]:
             steps = offset.data.reshape(-1)
         if not shape or steps is None:
-            # as the interpreter computes it (uint64 wrap-around included), with one pass fewer
-            width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
-            moved = np.multiply(offset.data, np.uint64(width), dtype=np.uint64, casting="unsafe")
-            fits = moved.shape == np.broadcast_shapes(ptr.data.shape, moved.shape)
-            return TensorHandle(np.add(ptr.data, moved, out=moved if fits else None), ptr.dtype)
+            return self._addptr(ptr, offset, max(1, ptr.get_element_ty().primitive_bitwidth // 8))
         # one step per program: the same tile, moved
         width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
         moved = ptr.data + (np.uint64(width) * steps.astype(np.uint64)).reshape(
@@ -123,8 +191,15 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         )
         result = TensorHandle(moved, ptr.dtype)
         step = steps.astype(np.int64) * width
-        setattr(result, AFFINE, Affine(shape.base + step, shape.lanes, shape._elements))
+        setattr(result, AFFINE, Affine(shape.base + step, shape.lanes, shape._elements, shape._runs))
         return result
+
+    @staticmethod
+    def _addptr(ptr: Any, offset: Any, width: int) -> Any:
+        # as the interpreter computes it (uint64 wrap-around included), with one pass fewer
+        moved = np.multiply(offset.data, np.uint64(width), dtype=np.uint64, casting="unsafe")
+        fits = moved.shape == np.broadcast_shapes(ptr.data.shape, moved.shape)
+        return TensorHandle(np.add(ptr.data, moved, out=moved if fits else None), ptr.dtype)
 
     # pointers that may not step in whole elements of their argument
 
@@ -511,3 +586,14 @@ def batched_value(value: Any) -> Any:
     if isinstance(value, tuple) and not hasattr(value, "data_ptr"):
         return triton_compat.make_tuple(value, (batched_value(v) for v in value))
     return value
+
+
+def _pointer_origin(ptr: Any, size: int) -> Affine | None:
+    """A pointer block that is one address per program (a splat), as an Affine of `size` lanes."""
+    splat = getattr(ptr, SPLAT, None)
+    if splat is None:
+        data = ptr.data
+        if data.shape[0] != 1 or data.size == 0 or not (data == data.reshape(-1)[0]).all():
+            return None
+        splat = data.reshape(-1)[:1]
+    return Affine(splat.astype(np.uint64).view(np.int64), np.zeros(size, np.int64))

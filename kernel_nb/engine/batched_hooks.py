@@ -197,15 +197,8 @@ class BatchGuard(MemoryGuard):
             return super().store(store, addresses, active, dtype, value)
         view = view_of(access.arg, dtype)
         before = access.gather(view)
-        index = access.index()
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
-        old = before
-        if access.rows is not None:
-            values, old = values[access.rows], before[access.rows]
-        elif access.active is not None:
-            index, values, old = index[access.active], values[access.active], before[access.active]
-        view[index] = values
-        self.undo.steps.append(lambda: view.__setitem__(index, old))
+        self.undo.steps.append(access.scatter(view, values))
         after = access.gather(view) if self.recorder.keep else None
         shape = addresses.shape
         return before.reshape(shape), None, None if after is None else after.reshape(shape)
