@@ -475,6 +475,18 @@ class BufferMap:
     def written(self) -> bool:
         return bool(self.writes.any())
 
+    @staticmethod
+    def nobody(size: int) -> np.ndarray:
+        """A `last_writer` of no writes yet: a read-only view, made an array by `writers` on the
+        first write (most arguments of a launch are only read)."""
+        return np.broadcast_to(np.int32(-1), (size,))
+
+    def writers(self) -> np.ndarray:
+        """`last_writer`, writeable."""
+        if not self.last_writer.flags.writeable:
+            self.last_writer = np.full(self.size, -1, np.int32)
+        return self.last_writer
+
     def never_written(self) -> np.ndarray:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
         return np.flatnonzero(self.writes == 0)

@@ -171,6 +171,21 @@ class Access:
         view[index] = values
         return lambda: view.__setitem__(index, old)
 
+    def put(self, target: np.ndarray, values: np.ndarray) -> None:
+        """target[index] = the row's value at every active lane; masked lanes go to the slot past
+        the map (target[-1])."""
+        size = target.size - 1
+        runs = self.runs(size) if self.active is None else None
+        rows = values.reshape(-1, 1, 1) if values.size > 1 else values.reshape(1, 1, 1)
+        if runs is not None and runs[2] is None:
+            starts, run, _ = runs
+            sliding_window_view(target[:size], run, writeable=True)[starts] = rows
+            return
+        index = self.index()
+        if self.active is not None:
+            index = np.where(self.active, index, size)
+        target[index] = rows.reshape(-1, 1)
+
     def full_index(self) -> np.ndarray:
         """index() for every row (rows that access nothing included)."""
         if self.rows is None:

@@ -543,7 +543,7 @@ class BatchGuard(MemoryGuard):
                     bmap.reads += counts
                 else:
                     bmap.writes += counts
-                    np.maximum.at(bmap.last_writer, elements, (keys // bmap.size).astype(np.int32))
+                    np.maximum.at(bmap.writers(), elements, (keys // bmap.size).astype(np.int32))
         self.pairs = []
 
 

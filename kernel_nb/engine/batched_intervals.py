@@ -38,6 +38,11 @@ class Lanes(Protocol):
         element twice."""
         ...
 
+    def put(self, target: np.ndarray, values: np.ndarray) -> None:
+        """target[index] = value of the row, at every active lane (masked lanes: the slot past the
+        map's last element, which takes them)."""
+        ...
+
 
 class NeedsPrecise(Exception):
     """Ranges cannot prove the batch exact; the launch reruns with per-element bookkeeping."""
@@ -150,7 +155,7 @@ class IntervalBook:
                 self._written_elsewhere(
                     canonical, lanes.index(), active, programs, "programs write the same elements"
                 )
-            self._mark_writes(name, lo, hi, lanes.index(), active, programs, verify=overlapping)
+            self._mark_writes(name, lo, hi, lanes, programs, verify=overlapping)
         if reads:
             self._extend(canonical, "read", rows, lo, hi)
             self._count(name, "read", lo, hi, lanes)
@@ -194,8 +199,7 @@ class IntervalBook:
         name: str,
         lo: np.ndarray,
         hi: np.ndarray,
-        elements: np.ndarray,
-        active: np.ndarray | None,
+        access: Lanes,
         programs: np.ndarray,
         verify: bool,
     ) -> None:
@@ -203,18 +207,18 @@ class IntervalBook:
         live = lo < hi
         if not live.any():
             return
-        batch = elements.shape[0]
-        flat = elements.reshape(batch, -1)
-        lanes = None if active is None else active.reshape(batch, -1)
         side.lo = min(side.lo, int(lo[live].min()))  # first: clearing must cover what is marked
         side.hi = max(side.hi, int(hi[live].max()))
         if side.mark is None:
             side.mark = self._mark((name, "write"), side.size)
-        index = flat if lanes is None else np.where(lanes, flat, side.size)
-        me = programs.astype(np.int32)[:, None]
-        side.mark[index] = me
+        me = programs.astype(np.int32)
+        access.put(side.mark, me)
         if verify:  # two programs of this access, one element: only one of them stays marked
-            differs = side.mark[index] != me
+            elements = access.index()
+            batch = elements.shape[0]
+            lanes = None if access.active is None else access.active.reshape(batch, -1)
+            index = elements.reshape(batch, -1) if lanes is None else np.where(lanes, elements, side.size)
+            differs = side.mark[index] != me[:, None]
             if lanes is not None:
                 differs &= lanes
             if differs.any():
@@ -256,11 +260,9 @@ class IntervalBook:
         flat_active = lanes.active
         if not side.shared:
             # every element of this access belongs to one program of the batch: mark it
-            flat = lanes.index()
             if side.mark is None:
                 side.mark = self._mark((name, kind), side.size)
-            index = flat if flat_active is None else np.where(flat_active, flat, side.size)
-            side.mark[index] = True
+            lanes.put(side.mark, np.ones(1, bool))
         else:
             # counted: each row must touch an element once, and none that its program touched before
             shape = lanes.shape(live)
@@ -305,7 +307,8 @@ class IntervalBook:
                 marked = side.mark[span]
                 target[span] += marked if marked.dtype == bool else marked >= 0
                 if kind == "write":
-                    np.maximum(bmap.last_writer[span], marked, out=bmap.last_writer[span])
+                    writers = bmap.writers()
+                    np.maximum(writers[span], marked, out=writers[span])
             if side.counts is not None:
                 target[span] += side.counts[span]
         self._clear()

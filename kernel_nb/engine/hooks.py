@@ -59,7 +59,7 @@ class MemoryGuard:
                 shape=b.shape,
                 reads=np.zeros(b.size, np.int32),
                 writes=np.zeros(b.size, np.int32),
-                last_writer=np.full(b.size, -1, np.int32),
+                last_writer=BufferMap.nobody(b.size),
                 origin=b.origin,
             )
 
@@ -286,9 +286,10 @@ class MemoryGuard:
             bmap.reads[fresh] += 1
             last[index] = me
         if writes:
-            fresh = index[bmap.last_writer[index] != me]
+            writers = bmap.writers()
+            fresh = index[writers[index] != me]
             bmap.writes[fresh] += 1
-            bmap.last_writer[index] = me
+            writers[index] = me
 
     def lanes(self, ptrs: Any, mask: Any, *others: Any) -> tuple[np.ndarray, np.ndarray]:
         """The addresses and the active lanes of an access (the mask broadcast to the pointers)."""

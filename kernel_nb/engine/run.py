@@ -25,7 +25,7 @@ from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.rewrite import RewrittenFunction, rewrite
 from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.options import Options
-from kernel_nb.trace import Launch, Pid, ProgramTrace, SourceInfo, Statement
+from kernel_nb.trace import BufferMap, Launch, Pid, ProgramTrace, SourceInfo, Statement
 
 
 class Engine:
@@ -341,7 +341,7 @@ def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray
     for bmap in launch.buffers.values():
         bmap.reads[...] = 0
         bmap.writes[...] = 0
-        bmap.last_writer[...] = -1
+        bmap.last_writer = BufferMap.nobody(bmap.size)
         bmap.oob.clear()
 
 
