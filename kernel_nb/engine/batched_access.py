@@ -4,8 +4,8 @@ and their tile shape (batched_intervals)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -69,7 +69,12 @@ class Access:
     def tile(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Per batch row the map index of its tile's origin, and the lanes' element offsets from it
         (None: the access has no Affine form, or is not made in the argument's own elements)."""
-        if self.direct and self.affine is None and not self._searched and getattr(self.ptrs, AFFINE, None) is None:
+        if (
+            self.direct
+            and self.affine is None
+            and not self._searched
+            and getattr(self.ptrs, AFFINE, None) is None
+        ):
             self._searched = True
             found = affine_of(self.flat)
             if self.rows is None:
@@ -151,17 +156,50 @@ class Access:
             self.active, gathered, np.broadcast_to(fill, self.addresses.shape).reshape(gathered.shape)
         )
 
+    def _whole_runs(self, size: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
+        """The runs (see `runs`) split for writing: which runs are inside the map with every lane
+        active, (rows, runs); the run starts; the run length; and the map indices of the active
+        lanes of the other runs, with their (row, run) place, for a lane-by-lane write."""
+        runs = self.runs(size)
+        if runs is None:
+            return None
+        starts, run, inside = runs
+        whole = np.ones(starts.shape, bool) if inside is None else inside.copy()
+        if self.active is not None:
+            lanes = self.active.reshape(*starts.shape, run)
+            whole &= lanes.all(axis=2)
+            rest = ~whole
+            index = (starts[rest][:, None] + np.arange(run))[lanes[rest]]
+        else:
+            index = np.zeros(0, np.int64)  # every active lane is inside: so is every run
+        return whole, starts, run, index
+
     def scatter(self, view: np.ndarray, values: np.ndarray) -> Callable[[], None]:
         """Store `values` (one per lane of every row) at the active lanes; returns the undo."""
-        runs = self.runs(view.size) if self.active is None else None
-        if runs is not None and runs[2] is None:
-            starts, run, _ = runs
-            windows = sliding_window_view(view, run, writeable=True)
+        split = self._whole_runs(view.size)
+        if split is not None:
+            whole, starts, run, index = split
             if self.rows is not None:
                 values = values[self.rows]
-            old = windows[starts]
-            windows[starts] = values.reshape(old.shape)
-            return lambda: windows.__setitem__(starts, old)
+            values = values.reshape(*starts.shape, run)
+            windows = sliding_window_view(view, run, writeable=True)
+            at = starts[whole]
+            old_runs = windows[at]
+            rest = ~whole
+            rest_values = None
+            if index.size:  # lanes of runs with masked lanes (index is empty without a mask)
+                assert self.active is not None
+                rest_values = values[rest][self.active.reshape(*starts.shape, run)[rest]]
+            old_lanes = view[index]
+            windows[at] = values[whole]
+            if rest_values is not None:
+                view[index] = rest_values
+
+            def undo() -> None:
+                view[index] = old_lanes
+                windows[at] = old_runs
+
+            return undo
         index = self.index()
         if self.rows is not None:
             values = values[self.rows]
@@ -175,16 +213,21 @@ class Access:
         """target[index] = the row's value at every active lane; masked lanes go to the slot past
         the map (target[-1])."""
         size = target.size - 1
-        runs = self.runs(size) if self.active is None else None
-        rows = values.reshape(-1, 1, 1) if values.size > 1 else values.reshape(1, 1, 1)
-        if runs is not None and runs[2] is None:
-            starts, run, _ = runs
-            sliding_window_view(target[:size], run, writeable=True)[starts] = rows
+        rows = values.reshape(-1) if values.size > 1 else np.broadcast_to(values.reshape(-1), (len(self.lo),))
+        split = self._whole_runs(size)
+        if split is not None:
+            whole, starts, run, index = split
+            per_run = np.broadcast_to(rows[: len(starts), None], starts.shape)
+            sliding_window_view(target[:size], run, writeable=True)[starts[whole]] = per_run[whole][:, None]
+            if index.size:
+                assert self.active is not None
+                lanes = self.active.reshape(*starts.shape, run)[~whole]
+                target[index] = np.repeat(per_run[~whole], lanes.sum(axis=1))
             return
         index = self.index()
         if self.active is not None:
             index = np.where(self.active, index, size)
-        target[index] = rows.reshape(-1, 1)
+        target[index] = rows[: len(index)].reshape(-1, 1)
 
     def full_index(self) -> np.ndarray:
         """index() for every row (rows that access nothing included)."""

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +79,10 @@ class Engine:
             if context is not None:
                 launch.kept_bytes = context.recorder.kept_bytes
         bound.commit()
-        launch.replayer = lambda pid: self._replay(fn, launch, bound, snapshot, pid)
+        # the launch holds its replayer: a weak reference back lets the launch be freed as soon as
+        # nobody holds it (a cycle would keep its arrays until a garbage collection)
+        owner = weakref.ref(launch)
+        launch.replayer = lambda pid: self._replay(fn, _alive(owner), bound, snapshot, pid)
         return launch
 
     def _run(
@@ -332,6 +336,12 @@ def _kernel_frame(exc: BaseException, codes: set[Any]) -> tuple[str | None, int 
             found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
     return found
+
+
+def _alive(owner: weakref.ref[Launch]) -> Launch:
+    launch = owner()
+    assert launch is not None  # its replayer is only reachable through it
+    return launch
 
 
 def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray]) -> None:

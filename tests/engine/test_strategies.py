@@ -217,3 +217,21 @@ def test_loops_whose_trip_count_differs_run_as_one_batch(name, groups, monkeypat
     monkeypatch.setattr(BatchedRun, "_run_group", counted)
     _run(name, "auto")
     assert len(runs) == 1 + (groups if groups > 1 else 0)
+
+
+@pytest.mark.parametrize("name", ["vector_add", "softmax"])
+def test_tiled_accesses_make_no_index_per_lane(name, monkeypatch):
+    """Loads, stores, their bookkeeping and their records move whole runs of a tile (masked tails
+    included): a program offset plus tl.arange is known as such, so no (programs, lanes) index
+    array is made."""
+    from kernel_nb.engine import batched_access
+
+    made = []
+    index = batched_access.Access.index
+    monkeypatch.setattr(batched_access.Access, "index", lambda self: made.append(1) or index(self))
+    serial_arrays, _ = _run(name, "serial")
+    auto_arrays, auto = _run(name, "auto")
+    assert auto.strategy == "batched" and not auto.strategy_note
+    assert made == []
+    for s_arr, a_arr in zip(serial_arrays, auto_arrays):
+        assert np.array_equal(s_arr, a_arr)
