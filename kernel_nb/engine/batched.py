@@ -83,6 +83,7 @@ class BatchedRun(LaunchContext):
         guard.update_maps = True
         guard.initialised = self.guard.initialised
         guard.share_aliases()
+        self.replaced = [self.recorder, self.guard]  # the serial parts, unused here
         self.recorder, self.guard = recorder, guard
         self.detect = options.detect
         self.arith.recorder = recorder

@@ -78,6 +78,7 @@ class Engine:
             launch.duration_s = time.perf_counter() - started
             if context is not None:
                 launch.kept_bytes = context.recorder.kept_bytes
+                context.dismantle()
         bound.commit()
         # the launch holds its replayer: a weak reference back lets the launch be freed as soon as
         # nobody holds it (a cycle would keep its arrays until a garbage collection)
@@ -152,6 +153,14 @@ class LaunchContext:
     replay: bool = False
     codes: set[Any] = field(default_factory=set)
     functions: dict[Any, Callable[..., Any]] = field(default_factory=dict)
+
+    def dismantle(self) -> None:
+        """Drop what the finished run's parts hold of each other and of the launch: they refer to
+        one another, and as a cycle they would keep the launch's arrays until a garbage collection
+        rather than until the launch is let go of."""
+        parts = [self, self.guard, self.recorder, self.arith, *getattr(self, "replaced", [])]
+        for part in parts:
+            part.__dict__.clear()
 
     def __post_init__(self) -> None:
         options = self.engine.options
