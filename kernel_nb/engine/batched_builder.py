@@ -287,10 +287,13 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         shape = tuple(ret_ty.shape)
         data = arg.data
         first = data.reshape(data.shape[0], -1)[:, 0]
-        full = np.broadcast_to(first.reshape((data.shape[0],) + (1,) * len(shape)), (data.shape[0], *shape))
         dtype = triton_compat.np_dtype(arg.dtype.scalar if hasattr(arg.dtype, "scalar") else arg.dtype)
-        result = TensorHandle(np.ascontiguousarray(full, dtype=dtype), arg.dtype.scalar)
-        setattr(result, SPLAT, first.astype(dtype))
+        one = first.astype(dtype)
+        # a read-only view of one value per program: operations make new arrays from it, and the
+        # interpreter's native loads and stores get writeable copies (_full)
+        full = np.broadcast_to(one.reshape((data.shape[0],) + (1,) * len(shape)), (data.shape[0], *shape))
+        result = TensorHandle(full, arg.dtype.scalar)
+        setattr(result, SPLAT, one)
         return result
 
     def create_unsplat(self, arg: Any) -> Any:
