@@ -174,17 +174,28 @@ class Access:
             index = np.zeros(0, np.int64)  # every active lane is inside: so is every run
         return whole, starts, run, index
 
-    def scatter(self, view: np.ndarray, values: np.ndarray) -> Callable[[], None]:
-        """Store `values` (one per lane of every row) at the active lanes; returns the undo."""
+    def distinct(self) -> bool:
+        """Whether no row's lanes share an element (a tile: then a store leaves each lane's value)."""
+        return (
+            self.tile() is not None
+            and self.affine is not None
+            and self.affine.elements(self.arg.itemsize)[1] is not None
+        )
+
+    def scatter(self, view: np.ndarray, values: np.ndarray, before: np.ndarray) -> Callable[[], None]:
+        """Store `values` (one per lane of every row) at the active lanes, `before` being what
+        `gather` gave before; returns the undo."""
         split = self._whole_runs(view.size)
         if split is not None:
             whole, starts, run, index = split
             if self.rows is not None:
-                values = values[self.rows]
+                values, before = values[self.rows], before[self.rows]
             values = values.reshape(*starts.shape, run)
             windows = sliding_window_view(view, run, writeable=True)
             at = starts[whole]
-            old_runs = windows[at]
+            old_runs = before.reshape(values.shape)
+            if not whole.all():
+                old_runs = old_runs[whole]
             rest = ~whole
             rest_values = None
             if index.size:  # lanes of runs with masked lanes (index is empty without a mask)

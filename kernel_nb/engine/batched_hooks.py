@@ -206,8 +206,12 @@ class BatchGuard(MemoryGuard):
         view = view_of(access.arg, dtype)
         before = access.gather(view)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
-        self.undo.steps.append(access.scatter(view, values))
-        after = access.gather(view) if self.recorder.keep else None
+        self.undo.steps.append(access.scatter(view, values, before))
+        after = None
+        if self.recorder.keep:
+            whole = access.active is None and access.rows is None and values.dtype == view.dtype
+            # every lane stored, each to its own element: what is there now is what was stored
+            after = values if whole and access.distinct() else access.gather(view)
         shape = addresses.shape
         return before.reshape(shape), None, None if after is None else after.reshape(shape)
 
