@@ -1,7 +1,9 @@
 """Session behaviour: interception of every launch kind, exact restore, options, replay, save/load."""
 
+import gc
 import io
 import pdb
+import weakref
 
 import numpy as np
 import pytest
@@ -210,3 +212,18 @@ def test_save_and_load(tmp_path):
     (tmp_path / "bad").write_bytes(b"nope")
     with pytest.raises(ValueError, match="not a kernel_nb trace"):
         kernel_nb.Trace.load(tmp_path / "bad")
+
+
+@pytest.mark.parametrize("strategy", ["auto", "serial"])
+def test_a_launch_is_freed_as_soon_as_nobody_holds_it(strategy):
+    """No reference cycle keeps a launch (and its arrays) alive until a garbage collection."""
+    x, y, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
+    with kernel_nb.interpret(strategy=strategy) as session:
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    launch = weakref.ref(session.trace[-1])
+    gc.disable()
+    try:
+        del session
+        assert launch() is None
+    finally:
+        gc.enable()
