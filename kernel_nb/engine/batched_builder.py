@@ -107,6 +107,101 @@ def integer_form(handle: Any) -> IntegerForm | None:
     return None
 
 
+class AffinePointers(TensorHandle):  # type: ignore[misc,valid-type]
+    """A pointer block held as its Affine form; its addresses (`data`) are made only if something
+    asks for them. The batched loads and stores, their checks and their records work from the form,
+    so the tiles a launch walks cost no address array each."""
+
+    _shape: tuple[int, ...]
+    _data: np.ndarray | None
+
+    def __init__(self, affine: Affine, shape: tuple[int, ...], dtype: Any) -> None:
+        # the interpreter's own constructor would check `data`: set the fields directly
+        self.__dict__.update(dtype=dtype, attr={}, _shape=shape, _data=None)
+        setattr(self, AFFINE, affine)
+
+    @property  # type: ignore[override]
+    def data(self) -> np.ndarray:
+        if self._data is None:
+            affine = getattr(self, AFFINE)
+            rows = affine.base.reshape(-1, 1) + affine.lanes.reshape(1, -1)
+            full = np.broadcast_to(rows, (self._shape[0], affine.lanes.size))
+            self._data = np.ascontiguousarray(full).view(np.uint64).reshape(self._shape)
+        return self._data
+
+    @data.setter
+    def data(self, value: np.ndarray) -> None:
+        self._data = value
+
+
+class Addresses:
+    """The (rows, *block) addresses of an access through AffinePointers, made only where asked for
+    (`np.asarray`, indexing by a mask, `view`): the range check and the tiled loads and stores need
+    their shape and form alone. Taking some rows (an integer index) stays lazy."""
+
+    def __init__(
+        self, affine: Affine, shape: tuple[int, ...], rows: np.ndarray | None = None, batch: int = 0
+    ) -> None:
+        self.affine = affine
+        self.shape = shape
+        self.rows = rows
+        self.batch = batch or shape[0]
+        self._made: np.ndarray | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def made(self) -> np.ndarray:
+        if self._made is None:
+            base = np.broadcast_to(self.affine.base, (self.batch,))
+            if self.rows is not None:
+                base = base[self.rows]
+            rows = base.reshape(-1, 1) + self.affine.lanes.reshape(1, -1)
+            self._made = rows.view(np.uint64).reshape(self.shape)
+        return self._made
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        made = self.made()
+        return made if dtype is None else made.astype(dtype)
+
+    def reshape(self, *shape: Any) -> Any:
+        if len(shape) == 1 and isinstance(shape[0], tuple):
+            shape = shape[0]
+        if tuple(shape) == (self.shape[0], -1):  # (rows, lanes): still lazy
+            lanes = int(np.prod(self.shape[1:]))
+            return Addresses(self.affine, (self.shape[0], lanes), self.rows, self.batch)
+        return self.made().reshape(shape)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, np.ndarray) and key.ndim == 1 and key.dtype.kind in "iu" and self.rows is None:
+            return Addresses(self.affine, (key.size, *self.shape[1:]), key, self.batch)
+        return self.made()[key]
+
+    def view(self, dtype: Any) -> np.ndarray:
+        return self.made().view(dtype)
+
+    def astype(self, dtype: Any) -> np.ndarray:
+        return self.made().astype(dtype)
+
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        return self.made().min(*args, **kwargs)
+
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        return self.made().max(*args, **kwargs)
+
+
+def shape_of(handle: Any) -> tuple[int, ...]:
+    """A handle's data shape, without making an AffinePointers' addresses."""
+    if isinstance(handle, AffinePointers):
+        return handle._shape  # type: ignore[no-any-return]
+    return handle.data.shape  # type: ignore[no-any-return]
+
+
 def affine_of(rows: np.ndarray) -> Affine | None:
     """The Affine form of (programs, lanes) addresses, if they have one."""
     values = rows.view(np.int64)
@@ -170,15 +265,17 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
 
     def create_addptr(self, ptr: Any, offset: Any) -> Any:
         shape = getattr(ptr, AFFINE, None)
-        form = getattr(offset, INTEGER_FORM, None)
-        if form is not None and ptr.data.ndim >= 2 and form.lanes.size == offset.data[0].size:
+        ptr_shape = shape_of(ptr)
+        same_block = len(ptr_shape) >= 2 and tuple(ptr_shape[1:]) == tuple(offset.data.shape[1:])
+        form = integer_form(offset) if same_block else None
+        if form is not None and form.lanes.size == offset.data[0].size:
             origin = shape or _pointer_origin(ptr, form.lanes.size)
-            if origin:
+            if origin and origin.lanes.size == form.lanes.size:
                 width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
-                result = self._addptr(ptr, offset, width)
                 moved = Affine(origin.base + form.base * width, origin.lanes + form.lanes * width)
-                setattr(result, AFFINE, moved)
-                return result
+                full = np.broadcast_shapes(ptr_shape, offset.data.shape)
+                if moved.base.size in (1, full[0]):
+                    return AffinePointers(moved, full, ptr.dtype)
         steps = getattr(offset, SPLAT, None)
         if steps is None and offset.data.size == offset.data.shape[0]:
             steps = offset.data.reshape(-1)
@@ -186,13 +283,12 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
             return self._addptr(ptr, offset, max(1, ptr.get_element_ty().primitive_bitwidth // 8))
         # one step per program: the same tile, moved
         width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
-        moved = ptr.data + (np.uint64(width) * steps.astype(np.uint64)).reshape(
-            (-1,) + (1,) * (ptr.data.ndim - 1)
-        )
-        result = TensorHandle(moved, ptr.dtype)
         step = steps.astype(np.int64) * width
-        setattr(result, AFFINE, Affine(shape.base + step, shape.lanes, shape._elements, shape._runs))
-        return result
+        full = (max(ptr_shape[0], step.size), *ptr_shape[1:])
+        base = shape.base + step
+        if base.size not in (1, full[0]):
+            return self._addptr(ptr, offset, width)
+        return AffinePointers(Affine(base, shape.lanes, shape._elements, shape._runs), full, ptr.dtype)
 
     @staticmethod
     def _addptr(ptr: Any, offset: Any, width: int) -> Any:

@@ -13,7 +13,15 @@ import numpy as np
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_access import Access, view_of
-from kernel_nb.engine.batched_builder import AFFINE, Affine, BatchUnsupported, Divergence
+from kernel_nb.engine.batched_builder import (
+    AFFINE,
+    Addresses,
+    Affine,
+    AffinePointers,
+    BatchUnsupported,
+    Divergence,
+    shape_of,
+)
 from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
 from kernel_nb.engine.hooks import MemoryGuard
@@ -120,8 +128,17 @@ class BatchGuard(MemoryGuard):
             self.book.rollback()
 
     def lanes(self, ptrs: Any, mask: Any, *others: Any) -> tuple[np.ndarray, np.ndarray]:
-        shape = (len(self.recorder.batch), *ptrs.data.shape[1:])  # every program gets its own lanes
-        addresses = np.broadcast_to(ptrs.data, shape)
+        shape = (len(self.recorder.batch), *shape_of(ptrs)[1:])  # every program gets its own lanes
+        affine = getattr(ptrs, AFFINE, None) or None
+        if (
+            isinstance(ptrs, AffinePointers)
+            and not self.precise
+            and affine is not None
+            and affine.lanes.size == int(np.prod(shape[1:]))
+        ):
+            addresses: Any = Addresses(affine, shape)  # made only if something needs the values
+        else:
+            addresses = np.broadcast_to(ptrs.data, shape)
         active = np.broadcast_to(np.asarray(mask.data, bool) if mask is not None else np.True_, shape)
         running = self.recorder.active
         if running is not None:  # programs a masked loop is done with access nothing
@@ -154,7 +171,16 @@ class BatchGuard(MemoryGuard):
                 flat = flat[rows]
             else:
                 lanes = given
-        if lanes is not None:
+        if lanes is not None and affine is not None and _increasing(affine.lanes):
+            # the first and the last active lane are the lowest and the highest address
+            any_lane = lanes.any(axis=1)
+            first = lanes.argmax(axis=1)
+            final = lanes.shape[1] - 1 - lanes[:, ::-1].argmax(axis=1)
+            base = np.broadcast_to(affine.base, (batch,))
+            low = np.where(any_lane, (base + affine.lanes[first]).view(np.uint64), _NO_ADDRESS)
+            high = np.where(any_lane, (base + affine.lanes[final]).view(np.uint64), 0)
+        elif lanes is not None:
+            flat = np.asarray(flat)
             low = flat.min(axis=1, where=lanes, initial=_NO_ADDRESS)
             high = flat.max(axis=1, where=lanes, initial=0)
         elif affine is not None and flat.shape[1]:  # the tile's corners, at each program's place
@@ -202,7 +228,7 @@ class BatchGuard(MemoryGuard):
     ) -> tuple[np.ndarray, Any, np.ndarray | None]:
         access = self._access
         if self.precise or access is None or not access.direct:
-            return super().store(store, addresses, active, dtype, value)
+            return super().store(store, np.asarray(addresses), active, dtype, value)
         view = view_of(access.arg, dtype)
         before = access.gather(view)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
@@ -563,3 +589,7 @@ def _spread(values: np.ndarray, rows: np.ndarray, batch: int) -> np.ndarray:
     full = np.zeros(batch, values.dtype)
     full[rows] = values
     return full
+
+
+def _increasing(lanes: np.ndarray) -> bool:
+    return lanes.size < 2 or bool((lanes[1:] > lanes[:-1]).all())
