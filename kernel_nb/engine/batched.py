@@ -132,7 +132,6 @@ class BatchedRun(LaunchContext):
             ) from None
         finally:
             engine._active = previous
-            self.guard.release()
         # groups split off by divergence finish out of order: list programs as the serial run does
         launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
         from kernel_nb import checks

@@ -176,11 +176,10 @@ class Access:
 
     def distinct(self) -> bool:
         """Whether no row's lanes share an element (a tile: then a store leaves each lane's value)."""
-        return (
-            self.tile() is not None
-            and self.affine is not None
-            and self.affine.elements(self.arg.itemsize)[1] is not None
-        )
+        if self.tile() is None:
+            return False
+        assert self.affine
+        return self.affine.elements(self.arg.itemsize)[1] is not None
 
     def scatter(self, view: np.ndarray, values: np.ndarray, before: np.ndarray) -> Callable[[], None]:
         """Store `values` (one per lane of every row) at the active lanes, `before` being what

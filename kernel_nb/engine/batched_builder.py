@@ -123,10 +123,7 @@ class AffinePointers(TensorHandle):  # type: ignore[misc,valid-type]
     @property  # type: ignore[override]
     def data(self) -> np.ndarray:
         if self._data is None:
-            affine = getattr(self, AFFINE)
-            rows = affine.base.reshape(-1, 1) + affine.lanes.reshape(1, -1)
-            full = np.broadcast_to(rows, (self._shape[0], affine.lanes.size))
-            self._data = np.ascontiguousarray(full).view(np.uint64).reshape(self._shape)
+            self._data = Addresses(getattr(self, AFFINE), self._shape).made()
         return self._data
 
     @data.setter

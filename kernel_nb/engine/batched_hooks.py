@@ -113,14 +113,6 @@ class BatchGuard(MemoryGuard):
         else:
             self.book.begin_batch(self._linear)
 
-    def release(self) -> None:
-        """Let go of the launch-sized bookkeeping once the launch is over (or given up)."""
-        self.undo = UndoLog()
-        self.book = IntervalBook(self.launch.buffers, {}, 0)
-        for name in ("_plain_reader", "_atomic_line", "_atomic_writer"):
-            self.__dict__.pop(name, None)
-        self.pairs = []
-
     def rollback(self) -> None:
         """Undo the batch (its programs run again in groups)."""
         self.undo.rollback()

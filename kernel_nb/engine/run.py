@@ -113,6 +113,10 @@ class Engine:
                     precise = str(why)
                 except BatchUnsupported as why:
                     reason = str(why)
+                except BaseException:
+                    batched.dismantle()
+                    raise
+                batched.dismantle()  # a given-up attempt: its bookkeeping goes now
                 _start_over(launch, bound, snapshot)
         launch.strategy, launch.strategy_note = "serial", reason or ""
         context = LaunchContext(self, fn, launch, bound)
