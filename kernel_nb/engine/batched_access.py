@@ -12,8 +12,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.batched_builder import AFFINE, Affine, affine_of
 from kernel_nb.engine.batched_intervals import TileShape
+from kernel_nb.engine.batched_tiles import AFFINE, Affine, affine_of
 
 
 @dataclass

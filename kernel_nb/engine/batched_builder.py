@@ -13,13 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import triton.language as tl
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.batched_tiles import (
+    AFFINE,
+    INTEGER_FORM,
+    SPLAT,
+    Affine,
+    AffinePointers,
+    IntegerForm,
+    integer_form,
+    pointer_origin,
+    shape_of,
+)
 
 TensorHandle = triton_compat.TensorHandle
 
@@ -34,179 +44,6 @@ class Divergence(Exception):
 
 class BatchUnsupported(Exception):
     """Something the batched strategy does not run exactly; the launch runs serially."""
-
-
-@dataclass
-class Affine:
-    """A pointer block whose every program holds `base[program] + lanes` (bytes): one tile shape at
-    a per-program place, as pointer arithmetic over tl.arange makes and a loop's `ptrs += step`
-    keeps. Found once by comparing the rows, then carried through pointer steps, so that the tiles
-    a loop walks need no per-element proof (see batched_intervals)."""
-
-    base: np.ndarray  # int64 address per program (or one for all)
-    lanes: np.ndarray  # int64 byte offset of every lane from `base`
-    _elements: dict[int, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
-    _runs: dict[int, tuple[np.ndarray, int] | None] = field(default_factory=dict)
-
-    def runs(self, itemsize: int) -> tuple[np.ndarray, int] | None:
-        """The lanes (in elements) as runs of consecutive elements of one length: each run's first
-        element and the length (None: runs shorter than 8 lanes, or of different lengths)."""
-        if itemsize not in self._runs:
-            lanes, _ = self.elements(itemsize)
-            breaks = np.flatnonzero(np.diff(lanes) != 1)
-            run = int(breaks[0]) + 1 if breaks.size else lanes.size
-            found = None
-            if run >= 8 and lanes.size % run == 0:
-                grid = lanes.reshape(-1, run)
-                if (grid - grid[:, :1] == np.arange(run)).all():
-                    found = (np.ascontiguousarray(grid[:, 0]), run)
-            self._runs[itemsize] = found
-        return self._runs[itemsize]
-
-    def elements(self, itemsize: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """The lanes in elements, and the same sorted if no two lanes share an element (else None)."""
-        if itemsize not in self._elements:
-            lanes = self.lanes // itemsize
-            ordered = np.sort(lanes)
-            distinct = ordered.size < 2 or bool((ordered[1:] != ordered[:-1]).all())
-            self._elements[itemsize] = (lanes, ordered if distinct else None)
-        return self._elements[itemsize]
-
-
-AFFINE = "_kernel_nb_affine"  # the attribute of a pointer TensorHandle holding its Affine (False: none)
-SPLAT = "_kernel_nb_splat"  # the attribute of a splat TensorHandle holding each program's one value
-
-
-INTEGER_FORM = "_kernel_nb_integer_form"  # an integer block's IntegerForm, where it has one
-
-
-@dataclass
-class IntegerForm:
-    """An integer block whose every program holds `base[program] + lanes` (a program's offset plus
-    a tl.arange, as `pid * BLOCK + tl.arange(0, BLOCK)` makes): pointers moved by it are Affine
-    without a look at their lanes."""
-
-    base: np.ndarray  # int64 per program (or one for all)
-    lanes: np.ndarray  # int64, every lane of the block
-
-
-def integer_form(handle: Any) -> IntegerForm | None:
-    """The IntegerForm of an integer handle: carried, a splat's values, or a block that is the
-    same in every program."""
-    form = getattr(handle, INTEGER_FORM, None)
-    if form is not None:
-        return form
-    data = handle.data
-    if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu" or data.ndim == 0:
-        return None
-    splat = getattr(handle, SPLAT, None)
-    if splat is not None:
-        return IntegerForm(splat.astype(np.int64), np.zeros(data[0].size, np.int64))
-    if data.shape[0] == 1:
-        return IntegerForm(np.zeros(1, np.int64), data.reshape(-1).astype(np.int64))
-    return None
-
-
-class AffinePointers(TensorHandle):  # type: ignore[misc,valid-type]
-    """A pointer block held as its Affine form; its addresses (`data`) are made only if something
-    asks for them. The batched loads and stores, their checks and their records work from the form,
-    so the tiles a launch walks cost no address array each."""
-
-    _shape: tuple[int, ...]
-    _data: np.ndarray | None
-
-    def __init__(self, affine: Affine, shape: tuple[int, ...], dtype: Any) -> None:
-        # the interpreter's own constructor would check `data`: set the fields directly
-        self.__dict__.update(dtype=dtype, attr={}, _shape=shape, _data=None)
-        setattr(self, AFFINE, affine)
-
-    @property  # type: ignore[override]
-    def data(self) -> np.ndarray:
-        if self._data is None:
-            self._data = Addresses(getattr(self, AFFINE), self._shape).made()
-        return self._data
-
-    @data.setter
-    def data(self, value: np.ndarray) -> None:
-        self._data = value
-
-
-class Addresses:
-    """The (rows, *block) addresses of an access through AffinePointers, made only where asked for
-    (`np.asarray`, indexing by a mask, `view`): the range check and the tiled loads and stores need
-    their shape and form alone. Taking some rows (an integer index) stays lazy."""
-
-    def __init__(
-        self, affine: Affine, shape: tuple[int, ...], rows: np.ndarray | None = None, batch: int = 0
-    ) -> None:
-        self.affine = affine
-        self.shape = shape
-        self.rows = rows
-        self.batch = batch or shape[0]
-        self._made: np.ndarray | None = None
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    def made(self) -> np.ndarray:
-        if self._made is None:
-            base = np.broadcast_to(self.affine.base, (self.batch,))
-            if self.rows is not None:
-                base = base[self.rows]
-            rows = base.reshape(-1, 1) + self.affine.lanes.reshape(1, -1)
-            self._made = rows.view(np.uint64).reshape(self.shape)
-        return self._made
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        made = self.made()
-        return made if dtype is None else made.astype(dtype)
-
-    def reshape(self, *shape: Any) -> Any:
-        if len(shape) == 1 and isinstance(shape[0], tuple):
-            shape = shape[0]
-        if tuple(shape) == (self.shape[0], -1):  # (rows, lanes): still lazy
-            lanes = int(np.prod(self.shape[1:]))
-            return Addresses(self.affine, (self.shape[0], lanes), self.rows, self.batch)
-        return self.made().reshape(shape)
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, np.ndarray) and key.ndim == 1 and key.dtype.kind in "iu" and self.rows is None:
-            return Addresses(self.affine, (key.size, *self.shape[1:]), key, self.batch)
-        return self.made()[key]
-
-    def view(self, dtype: Any) -> np.ndarray:
-        return self.made().view(dtype)
-
-    def astype(self, dtype: Any) -> np.ndarray:
-        return self.made().astype(dtype)
-
-    def min(self, *args: Any, **kwargs: Any) -> Any:
-        return self.made().min(*args, **kwargs)
-
-    def max(self, *args: Any, **kwargs: Any) -> Any:
-        return self.made().max(*args, **kwargs)
-
-
-def shape_of(handle: Any) -> tuple[int, ...]:
-    """A handle's data shape, without making an AffinePointers' addresses."""
-    if isinstance(handle, AffinePointers):
-        return handle._shape  # type: ignore[no-any-return]
-    return handle.data.shape  # type: ignore[no-any-return]
-
-
-def affine_of(rows: np.ndarray) -> Affine | None:
-    """The Affine form of (programs, lanes) addresses, if they have one."""
-    values = rows.view(np.int64)
-    base = values[:, 0]
-    lanes = values[0] - values[0, 0]
-    if not (values - base[:, None] == lanes).all():
-        return None
-    return Affine(np.array(base), np.array(lanes))
 
 
 def _rows(data: np.ndarray, batch: int) -> np.ndarray:
@@ -266,7 +103,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         same_block = len(ptr_shape) >= 2 and tuple(ptr_shape[1:]) == tuple(offset.data.shape[1:])
         form = integer_form(offset) if same_block else None
         if form is not None and form.lanes.size == offset.data[0].size:
-            origin = shape or _pointer_origin(ptr, form.lanes.size)
+            origin = shape or pointer_origin(ptr, form.lanes.size)
             if origin and origin.lanes.size == form.lanes.size:
                 width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
                 moved = Affine(origin.base + form.base * width, origin.lanes + form.lanes * width)
@@ -682,14 +519,3 @@ def batched_value(value: Any) -> Any:
     if isinstance(value, tuple) and not hasattr(value, "data_ptr"):
         return triton_compat.make_tuple(value, (batched_value(v) for v in value))
     return value
-
-
-def _pointer_origin(ptr: Any, size: int) -> Affine | None:
-    """A pointer block that is one address per program (a splat), as an Affine of `size` lanes."""
-    splat = getattr(ptr, SPLAT, None)
-    if splat is None:
-        data = ptr.data
-        if data.shape[0] != 1 or data.size == 0 or not (data == data.reshape(-1)[0]).all():
-            return None
-        splat = data.reshape(-1)[:1]
-    return Affine(splat.astype(np.uint64).view(np.int64), np.zeros(size, np.int64))

@@ -11,7 +11,8 @@ import numpy as np
 
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_builder import AFFINE, Divergence, batched_active, batched_trips
+from kernel_nb.engine.batched_builder import Divergence, batched_active, batched_trips
+from kernel_nb.engine.batched_tiles import AFFINE
 from kernel_nb.engine.capture import Recorder, report_origin
 from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns, TileRows
 

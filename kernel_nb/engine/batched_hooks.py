@@ -13,17 +13,10 @@ import numpy as np
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_access import Access, view_of
-from kernel_nb.engine.batched_builder import (
-    AFFINE,
-    Addresses,
-    Affine,
-    AffinePointers,
-    BatchUnsupported,
-    Divergence,
-    shape_of,
-)
+from kernel_nb.engine.batched_builder import BatchUnsupported, Divergence
 from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
+from kernel_nb.engine.batched_tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
 from kernel_nb.engine.hooks import MemoryGuard
 from kernel_nb.trace import EventBlock, MemoryEvent, TileRows
 
