@@ -85,7 +85,10 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.nda
         ) + np.matmul(a_hi, b_hi, dtype=np.float32)
     else:
         product = np.matmul(a, b, dtype=np.float32)
-    return (product + acc.astype(np.float32)).astype(acc.dtype)
+    addend = acc.astype(np.float32, copy=False)
+    fits = np.broadcast_shapes(product.shape, addend.shape) == product.shape
+    product = np.add(product, addend, out=product if fits else None)
+    return product if acc.dtype == np.float32 else product.astype(acc.dtype)
 
 
 def float_to_int(values: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:

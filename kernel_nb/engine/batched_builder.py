@@ -26,8 +26,10 @@ from kernel_nb.engine.batched_tiles import (
     Affine,
     AffinePointers,
     IntegerForm,
+    carry_form,
     integer_form,
     pointer_origin,
+    scaled_form,
     shape_of,
 )
 
@@ -207,11 +209,29 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     # -- shapes --------------------------------------------------------------------------------
 
     def create_expand_dims(self, arg: Any, axis: int) -> Any:
-        return TensorHandle(np.expand_dims(arg.data, axis + 1 if axis >= 0 else axis), arg.dtype.scalar)
+        at = axis + 1 if axis >= 0 else axis
+        shape = np.expand_dims(np.empty(shape_of(arg), bool), at).shape
+        if isinstance(arg, AffinePointers):
+            return carry_form(arg, None, shape, lambda lanes: lanes)
+        result = TensorHandle(np.expand_dims(arg.data, at), arg.dtype.scalar)
+        return carry_form(arg, result, shape, lambda lanes: lanes)
 
     def create_broadcast(self, arg: Any, shape: Any) -> Any:
-        data = arg.data
-        return TensorHandle(np.broadcast_to(data, (data.shape[0], *shape)), arg.dtype.scalar)
+        rows = shape_of(arg)[0]
+        full = (rows, *shape)
+        if isinstance(arg, AffinePointers):
+            return carry_form(arg, None, full, lambda lanes: np.broadcast_to(lanes, tuple(shape)))
+        result = TensorHandle(np.broadcast_to(arg.data, full), arg.dtype.scalar)
+        return carry_form(arg, result, full, lambda lanes: np.broadcast_to(lanes, tuple(shape)))
+
+    def create_mul(self, lhs: Any, rhs: Any) -> Any:
+        result = super().create_mul(lhs, rhs)
+        data = result.data
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and data.ndim >= 2:
+            form = scaled_form(lhs, rhs, data.dtype)
+            if form is not None and form.lanes.size == data[0].size:
+                setattr(result, INTEGER_FORM, form)
+        return result
 
     def create_splat(self, ret_ty: Any, arg: Any) -> Any:
         shape = tuple(ret_ty.shape)
@@ -231,11 +251,20 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         return TensorHandle(data.reshape(data.shape[0], -1)[:, :1].copy(), arg.dtype.scalar)
 
     def create_reshape(self, arg: Any, shape: Any, allow_reorder: Any = False) -> Any:
-        data = arg.data
-        return TensorHandle(data.reshape((data.shape[0], *shape)), arg.dtype.scalar)
+        full = (shape_of(arg)[0], *shape)
+        block = tuple(shape)
+        if isinstance(arg, AffinePointers):
+            return carry_form(arg, None, full, lambda lanes: lanes.reshape(block))
+        result = TensorHandle(arg.data.reshape(full), arg.dtype.scalar)
+        return carry_form(arg, result, full, lambda lanes: lanes.reshape(block))
 
     def create_trans(self, arg: Any, perm: Any) -> Any:
-        return TensorHandle(np.transpose(arg.data, (0, *[p + 1 for p in perm])), arg.dtype.scalar)
+        order = tuple(perm)
+        full = (shape_of(arg)[0], *(shape_of(arg)[1:][p] for p in order))
+        if isinstance(arg, AffinePointers):
+            return carry_form(arg, None, full, lambda lanes: np.transpose(lanes, order))
+        result = TensorHandle(np.transpose(arg.data, (0, *[p + 1 for p in order])), arg.dtype.scalar)
+        return carry_form(arg, result, full, lambda lanes: np.transpose(lanes, order))
 
     def create_cat(self, lhs: Any, rhs: Any) -> Any:
         b = _leading(lhs.data, rhs.data)
@@ -269,6 +298,18 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
             return mask
         rows = active.reshape((active.size,) + (1,) * (mask.data.ndim - 1))
         return TensorHandle(np.logical_and(mask.data, rows), mask.dtype)
+
+    # tl.load / tl.store without mask=: an all-true mask as a view, so that pointers held as a
+    # tile form are not made into addresses for it
+    def create_load(self, ptr: Any, *rest: Any) -> Any:
+        return triton_compat.plain_load(self, ptr, self._all_lanes(ptr), rest)
+
+    def create_store(self, ptr: Any, value: Any, *rest: Any) -> Any:
+        return triton_compat.plain_store(self, ptr, value, self._all_lanes(ptr), rest)
+
+    @staticmethod
+    def _all_lanes(ptr: Any) -> Any:
+        return TensorHandle(np.broadcast_to(np.True_, shape_of(ptr)), tl.int1)
 
     def create_masked_load(self, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
         mask = self._only_active(mask)

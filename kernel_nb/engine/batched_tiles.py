@@ -86,6 +86,50 @@ def integer_form(handle: Any) -> IntegerForm | None:
     return None
 
 
+def scaled_form(lhs: Any, rhs: Any, dtype: np.dtype) -> IntegerForm | None:
+    """The IntegerForm of `lhs * rhs` where one side has a form and the other is one integer for
+    every program (`offsets * stride`), if the products stay inside `dtype`."""
+    a, b = integer_form(lhs), integer_form(rhs)
+    if a is None or b is None:
+        return None
+    for form, other in ((a, b), (b, a)):
+        if other.base.size != 1 or other.lanes.size == 0 or form.base.size == 1:
+            continue
+        if other.lanes.min() != other.lanes.max():
+            continue
+        c = int(other.base[0]) + int(other.lanes[0])
+        info = np.iinfo(dtype)
+        ends = [
+            (int(form.base.min()) + int(form.lanes.min())) * c,
+            (int(form.base.max()) + int(form.lanes.max())) * c,
+        ]
+        if min(ends) < info.min or max(ends) > info.max:
+            return None  # wrapped around: the form would not be the values
+        return IntegerForm(form.base * c, form.lanes * c)
+    return None
+
+
+def reshaped(lanes: np.ndarray, block: tuple[int, ...], how: Any) -> np.ndarray:
+    """A tile's lanes after a shape operation on its block (`how` maps the (block) array of lanes
+    to the new block's, as broadcast, reshape and transpose do to the values)."""
+    return np.ascontiguousarray(how(lanes.reshape(block))).reshape(-1)
+
+
+def carry_form(arg: Any, result: Any, shape: tuple[int, ...], how: Any) -> Any:
+    """`result` of a shape operation on `arg` (new data shape `shape`) with the tile form of `arg`
+    carried over: AffinePointers stay lazy, an IntegerForm follows its lanes."""
+    affine = getattr(arg, AFFINE, None)
+    if isinstance(arg, AffinePointers) and affine:
+        lanes = reshaped(affine.lanes, arg._shape[1:], how)
+        moved = affine if np.array_equal(lanes, affine.lanes) else Affine(affine.base, lanes)
+        return AffinePointers(moved, shape, arg.dtype.scalar)
+    form = getattr(arg, INTEGER_FORM, None)
+    if form is not None:
+        block = np.asarray(arg.data).shape[1:]
+        setattr(result, INTEGER_FORM, IntegerForm(form.base, reshaped(form.lanes, block, how)))
+    return result
+
+
 class AffinePointers(TensorHandle):  # type: ignore[misc,valid-type]
     """A pointer block held as its Affine form; its addresses (`data`) are made only if something
     asks for them. The batched loads and stores, their checks and their records work from the form,

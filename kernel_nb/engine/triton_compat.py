@@ -71,6 +71,18 @@ PLAIN_LOAD_METHOD = "create_load"  # tl.load without mask=; calls create_masked_
 PLAIN_STORE_METHOD = "create_store"
 
 
+def plain_load(builder: Any, ptr: Any, mask: Any, rest: tuple[Any, ...]) -> Any:
+    """What the interpreter's `create_load(ptr, *rest)` does, with `mask` as its all-true mask: the
+    masked load, the other arguments passed on in their order (both 3.6 and 3.9)."""
+    return getattr(builder, LOAD_METHOD)(ptr, mask, None, *rest)
+
+
+def plain_store(builder: Any, ptr: Any, value: Any, mask: Any, rest: tuple[Any, ...]) -> Any:
+    """What the interpreter's `create_store(ptr, value, *rest)` does, with `mask` as its all-true
+    mask (3.6 passes None for its cache arguments; the masked store ignores them either way)."""
+    return getattr(builder, STORE_METHOD)(ptr, value, mask, *rest)
+
+
 def builder() -> Any:
     """The interpreter's builder instance (one per process; the session hooks its methods)."""
     return _require(_interp, "interpreter_builder")

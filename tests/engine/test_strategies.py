@@ -235,3 +235,38 @@ def test_tiled_accesses_make_no_index_per_lane(name, monkeypatch):
     assert made == []
     for s_arr, a_arr in zip(serial_arrays, auto_arrays):
         assert np.array_equal(s_arr, a_arr)
+
+
+def test_pointer_blocks_keep_their_tile_form_through_shape_operations(monkeypatch):
+    """`base + offs_m[:, None] * D + offs_d[None, :]` (expand_dims, broadcasting, a product with a
+    number that is the same in every program) stays a tile at a per-program place: the batch makes
+    no address per lane for its loads, stores or records."""
+    from kernel_nb.engine import batched_tiles
+
+    made = []
+    addresses = batched_tiles.Addresses.made
+    monkeypatch.setattr(batched_tiles.Addresses, "made", lambda self: made.append(1) or addresses(self))
+    serial_arrays, _ = _run("flash_attention", "serial")
+    auto_arrays, auto = _run("flash_attention", "auto")
+    assert auto.strategy == "batched" and not auto.strategy_note
+    assert made == []
+    for s_arr, a_arr in zip(serial_arrays, auto_arrays):
+        assert np.array_equal(s_arr, a_arr)
+
+
+def test_a_masked_loop_keeps_only_the_values_that_outlive_an_iteration(monkeypatch):
+    """Programs a masked loop is done with keep their values of the names read after the loop or
+    carried into the next iteration; names made afresh in every iteration are not merged."""
+    from kernel_nb.engine.batched_capture import BatchRecorder
+
+    merged = set()
+    original = BatchRecorder.loop_merge
+
+    def seen(self, saved, names, assigned):
+        merged.update(assigned)
+        return original(self, saved, names, assigned)
+
+    monkeypatch.setattr(BatchRecorder, "loop_merge", seen)
+    _, auto = _run("flash_attention", "auto")
+    assert auto.strategy == "batched"
+    assert merged == {"m_i", "l_i", "acc"}
