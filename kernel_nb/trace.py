@@ -155,6 +155,21 @@ class SummaryColumns:
             spread(self.inf),
         )
 
+    def placed(self, at: np.ndarray, rows: int) -> SummaryColumns:
+        """These columns (of rows `at` of a batch of `rows`) as columns for the whole batch; the
+        other rows hold zeros (rows that made no record)."""
+
+        def spread(a: np.ndarray | None) -> np.ndarray | None:
+            if a is None:
+                return None
+            full = np.zeros(rows, a.dtype)
+            full[at] = a
+            return full
+
+        lo, hi, mean = spread(self.lo), spread(self.hi), spread(self.mean)
+        assert lo is not None and hi is not None and mean is not None
+        return SummaryColumns(lo, hi, mean, self.size, spread(self.nan), spread(self.inf))
+
     def row(self, r: int) -> Summary:
         nan = 0 if self.nan is None else int(self.nan[r])
         inf = 0 if self.inf is None else int(self.inf[r])
@@ -447,7 +462,6 @@ class ArgumentInfo:
     value: Any = None
 
 
-@dataclass
 class BufferMap:
     """Launch-wide access counts for one buffer argument, per element of its span.
 
@@ -460,20 +474,101 @@ class BufferMap:
             Element offset k (as in MemoryEvent.indices) is at index k + origin.
         last_writer: linear program index of the last program that wrote each element (-1: none).
         oob: (linear program index, line, first offending element offset) of refused accesses.
+
+    The batched strategy hands over each batch's marks (`add_marks`) and they are added to the
+    counts only when these are read: most maps of a launch are never looked at, and adding them
+    would touch every page of three arrays per argument.
     """
 
-    arg: str
-    size: int
-    shape: tuple[int, ...]
-    reads: np.ndarray
-    writes: np.ndarray
-    last_writer: np.ndarray
-    origin: int = 0
-    oob: list[tuple[int, int, int]] = field(default_factory=list)
+    def __init__(
+        self,
+        arg: str,
+        size: int,
+        shape: tuple[int, ...],
+        reads: np.ndarray,
+        writes: np.ndarray,
+        last_writer: np.ndarray,
+        origin: int = 0,
+        oob: list[tuple[int, int, int]] | None = None,
+    ) -> None:
+        self.arg, self.size, self.shape, self.origin = arg, size, shape, origin
+        self._reads, self._writes, self._last_writer = reads, writes, last_writer
+        self.oob: list[tuple[int, int, int]] = [] if oob is None else oob
+        # (kind, first element, marks): "read" bools, "write" writer ids (-1: none), "read-count" /
+        # "write-count" counts, added in by `_settle`
+        self._later: list[tuple[str, int, np.ndarray]] = []
+
+    def __repr__(self) -> str:
+        return f"BufferMap(arg={self.arg!r}, size={self.size}, shape={self.shape}, origin={self.origin})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._settle()
+        return dict(self.__dict__)
+
+    def add_marks(self, kind: str, start: int, marks: np.ndarray) -> None:
+        """Marks of one batch for elements start.. (see `_later`); the map now owns `marks`."""
+        self._later.append((kind, start, marks))
+
+    def _settle(self) -> None:
+        if not self._later:
+            return
+        later, self._later = self._later, []
+        for kind, start, marks in later:
+            span = slice(start, start + marks.size)
+            if kind in ("read", "read-count"):
+                self._reads[span] += marks
+            elif kind == "write-count":
+                self._writes[span] += marks
+            else:
+                self._writes[span] += marks >= 0
+                writers = self.writers()
+                np.maximum(writers[span], marks, out=writers[span])
+
+    @property
+    def reads(self) -> np.ndarray:
+        self._settle()
+        return self._reads
+
+    @reads.setter
+    def reads(self, value: np.ndarray) -> None:
+        self._settle()
+        self._reads = value
+
+    @property
+    def writes(self) -> np.ndarray:
+        self._settle()
+        return self._writes
+
+    @writes.setter
+    def writes(self, value: np.ndarray) -> None:
+        self._settle()
+        self._writes = value
+
+    @property
+    def last_writer(self) -> np.ndarray:
+        self._settle()
+        return self._last_writer
+
+    @last_writer.setter
+    def last_writer(self, value: np.ndarray) -> None:
+        self._settle()
+        self._last_writer = value
+
+    def clear(self) -> None:
+        """No access recorded (a launch that starts over)."""
+        self._later = []
+        self._reads[...] = 0
+        self._writes[...] = 0
+        self._last_writer = BufferMap.nobody(self.size)
+        self.oob.clear()
 
     @property
     def written(self) -> bool:
-        return bool(self.writes.any())
+        if any(kind == "write" and marks.size and marks.max() >= 0 for kind, _, marks in self._later):
+            return True
+        if any(kind == "write-count" and marks.any() for kind, _, marks in self._later):
+            return True
+        return bool(self._writes.any())
 
     @staticmethod
     def nobody(size: int) -> np.ndarray:
@@ -483,12 +578,19 @@ class BufferMap:
 
     def writers(self) -> np.ndarray:
         """`last_writer`, writeable."""
-        if not self.last_writer.flags.writeable:
-            self.last_writer = np.full(self.size, -1, np.int32)
-        return self.last_writer
+        if not self._last_writer.flags.writeable:
+            self._last_writer = np.full(self.size, -1, np.int32)
+        return self._last_writer
 
     def never_written(self) -> np.ndarray:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
+        marks = [(start, m) for kind, start, m in self._later if kind == "write"]
+        if marks and len(marks) == len(self._later) and not self._last_writer.flags.writeable:
+            # only whole batches' marks so far: which elements they cover, without the counts
+            covered = np.zeros(self.size, bool)
+            for start, m in marks:
+                covered[start : start + m.size] |= m >= 0
+            return np.flatnonzero(~covered)
         return np.flatnonzero(self.writes == 0)
 
     def written_more_than_once(self) -> np.ndarray:

@@ -48,6 +48,9 @@ class BatchRecorder(Recorder):
         self.trips: np.ndarray | None = None  # per program, the masked loop's trip count
         batched_active[0] = batched_trips[0] = None
         self.frames = [type(self.frames[0])("")]
+        if not hasattr(self, "_held_whole"):  # per launch: arrays whose kept rows are views
+            self._held_whole: dict[int, np.ndarray] = {}
+            self._held_bytes = 0
 
     def _rows_of(self, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         b = data.shape[0]
@@ -72,6 +75,13 @@ class BatchRecorder(Recorder):
             summaries = SummaryColumns.of(np.ascontiguousarray(rows[:1].reshape(1, -1))).repeated(batch)
             if self.keep:
                 values, value_rows = np.array(rows[:1], copy=True), np.where(self.keep_rows, 0, -1)
+        elif self.active is not None:
+            # in a masked loop only the running programs make a record: the others cost nothing
+            running = np.flatnonzero(self.active)
+            part = np.ascontiguousarray(rows.reshape(batch, -1)[running])
+            summaries = SummaryColumns.of(part).placed(running, batch)
+            if self.keep:
+                values, value_rows = self.kept_rows(rows, self.active), self.kept_row_map(self.active)
         else:
             summaries = SummaryColumns.of(np.ascontiguousarray(rows.reshape(batch, -1)))
             if self.keep:  # only the rows of programs that can be kept
@@ -302,19 +312,54 @@ class BatchRecorder(Recorder):
             self.kept_index = None if picked.size == len(self.batch) else picked
             self.keep = bool(picked.size)
 
-    def kept_rows(self, rows: np.ndarray) -> np.ndarray:
-        """A copy of the rows of programs that can be kept."""
-        if self.kept_index is None:
-            return np.array(rows, copy=True)
-        return np.array(rows[self.kept_index], copy=True)
+    def _kept_index(self, running: np.ndarray | None) -> np.ndarray | None:
+        """The rows whose values are kept (None: all), of those `running` (None: all)."""
+        if running is None:
+            return self.kept_index
+        picked = np.flatnonzero(running & self.keep_rows)
+        return None if picked.size == len(self.batch) else picked
 
-    def kept_row_map(self) -> np.ndarray | None:
+    def kept_rows(self, rows: np.ndarray, running: np.ndarray | None = None) -> np.ndarray:
+        """The rows of programs that can be kept (of those `running`): a copy, or `rows` itself
+        where it is a value nothing else holds (see _sole_array)."""
+        index = self._kept_index(running)
+        if index is None:
+            if self._sole_array(rows):
+                rows.flags.writeable = False  # a record: a later in-place write would change it
+                return rows
+            return np.array(rows, copy=True)
+        first, count = int(index[0]), index.size
+        if int(index[-1]) - first + 1 == count and self._sole_array(rows):
+            # the first programs, as the budget keeps them: a view of their rows, while the
+            # arrays so held (whole, the others' rows too) stay within the budget
+            whole = _whole(rows)
+            if id(whole) in self._held_whole or self._held_bytes + whole.nbytes <= self.budget:
+                if id(whole) not in self._held_whole:
+                    self._held_whole[id(whole)] = whole
+                    self._held_bytes += whole.nbytes
+                rows.flags.writeable = False
+                return rows[first : first + count]
+        return np.array(rows[index], copy=True)
+
+    def _sole_array(self, rows: np.ndarray) -> bool:
+        """Whether `rows` shows an array an operation made: not a part of a larger array
+        (keeping it would hold more than the budget counts), not memory of the launch's arguments
+        (stores change that). Operations make new arrays, so such a value stays as recorded."""
+        base = _whole(rows)
+        # a view of the whole array, or of less memory (a broadcast): it holds no more than counted
+        if base.base is not None or not base.flags.owndata or base.nbytes > rows.nbytes:
+            return False
+        arenas = {id(b.memory.copy) for b in self.guard.buffers}  # type: ignore[union-attr]
+        return id(base) not in arenas
+
+    def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
-        if self.kept_index is None:
+        index = self._kept_index(running)
+        if index is None:
             return None
-        index = np.full(len(self.batch), -1)
-        index[self.kept_index] = np.arange(self.kept_index.size)
-        return index
+        at = np.full(len(self.batch), -1)
+        at[index] = np.arange(index.size)
+        return at
 
     def trim(self) -> None:
         """Apply the capture budget in program order, as the serial strategy does as it goes."""
@@ -331,6 +376,14 @@ class BatchRecorder(Recorder):
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
+
+
+def _whole(rows: np.ndarray) -> np.ndarray:
+    """The array `rows` is a view of (itself if none)."""
+    base = rows
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return base
 
 
 def _same(a: Any, b: Any) -> bool:

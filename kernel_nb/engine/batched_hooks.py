@@ -399,8 +399,8 @@ class BatchGuard(MemoryGuard):
                     kept = slice(None) if recorder.kept_index is None else recorder.kept_index
                     block.indices = TileRows(shift[kept] - access.arg.origin, lanes, addresses.shape[1:])
                 else:
-                    block.indices = recorder.kept_rows(access.full_index().reshape(addresses.shape))
-                    block.indices -= access.arg.origin
+                    index = access.full_index().reshape(addresses.shape) - access.arg.origin
+                    block.indices = recorder.kept_rows(index)
         recorder.add_block(block)
 
     def _first_lane_arguments(self, firsts: np.ndarray, counts: np.ndarray) -> list[Any]:

@@ -296,21 +296,21 @@ class IntervalBook:
         side.union_lo, side.union_hi = union_lo, union_hi
 
     def commit(self) -> None:
-        """Add the batch's accesses to the launch's buffer maps."""
+        """Hand the batch's marks and counts to the launch's buffer maps (which add them in when
+        read); the next batch starts from fresh ones."""
         for (name, kind), side in self.sides.items():
             if side.lo >= side.hi:
                 continue
             bmap = self.maps[name]
             span = slice(side.lo, side.hi)
-            target = bmap.reads if kind == "read" else bmap.writes
             if side.mark is not None:
-                marked = side.mark[span]
-                target[span] += marked if marked.dtype == bool else marked >= 0
-                if kind == "write":
-                    writers = bmap.writers()
-                    np.maximum(writers[span], marked, out=writers[span])
+                bmap.add_marks(kind, side.lo, side.mark[span])
+                self._marks.pop((name, kind), None)
+                side.mark = None
             if side.counts is not None:
-                target[span] += side.counts[span]
+                bmap.add_marks(f"{kind}-count", side.lo, side.counts[span])
+                self._counts.pop((name, kind), None)
+                side.counts = None
         self._clear()
 
 

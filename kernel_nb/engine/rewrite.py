@@ -13,6 +13,7 @@ import ast
 import inspect
 import textwrap
 import types
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,30 @@ class SourceUnavailableError(RuntimeError):
     """The function has no source that `inspect` can find."""
 
 
+_SHARED: OrderedDict[tuple[types.CodeType, bool, tuple[int, ...]], RewrittenFunction] = OrderedDict()
+_SHARED_LIMIT = 256
+
+
+def shared_rewrite(
+    fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()
+) -> RewrittenFunction:
+    """`rewrite`, kept across sessions for functions without a closure: a code object stands for
+    one source, and every `%%tkernel` cell opens a new session that would otherwise parse and
+    compile the kernel and Triton's own helpers again. A closure's cells may hold other values on
+    another call, so such functions are rewritten each time."""
+    if fn.__closure__:
+        return rewrite(fn, instrument=instrument, breakpoints=breakpoints)
+    key = (fn.__code__, instrument, breakpoints)
+    found = _SHARED.get(key)
+    if found is None:
+        found = _SHARED[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints)
+        if len(_SHARED) > _SHARED_LIMIT:
+            _SHARED.popitem(last=False)
+    else:
+        _SHARED.move_to_end(key)
+    return found
+
+
 def rewrite(
     fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()
 ) -> RewrittenFunction:
@@ -99,6 +124,7 @@ def rewrite(
     transformed = tree.body[0]
     assert isinstance(transformed, (ast.FunctionDef, ast.AsyncFunctionDef))
     fdef = transformed
+    instrumenter.reads = _reads(fdef.body)
     # the arguments are values too: a program's records start with its inputs
     arg_records = (
         [
@@ -133,6 +159,7 @@ class _Instrumenter:
         self.breakpoints = breakpoints
         self.statements: list[LocalStatement] = []
         self.loops = 0
+        self.reads: Counter[str] = Counter()  # how often the function reads each name, as written
 
     def record_call(
         self, name: str, line: int, kind: str, where: ast.AST, reads: list[ast.expr] | None = None
@@ -235,7 +262,11 @@ class _Instrumenter:
                     targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
                     for target in targets:
                         assigned.extend(n for n in target_names(target) if n not in assigned)
-        return assigned
+        # only names whose values outlive an iteration need the finished programs' values kept:
+        # those read after the loop (or anywhere outside it) and those carried from one iteration
+        # into the next; the others are made afresh before every read
+        inside = _reads(stmt.body)
+        return [n for n in assigned if self.reads[n] > inside[n] or _carried(stmt.body, n)]
 
     def _carry(self, stmt: ast.For | ast.While, names: list[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """Statements that keep the values of programs a masked loop has finished for: a snapshot of
@@ -287,6 +318,31 @@ def target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return target_names(target.value)
     return []
+
+
+def _reads(body: list[ast.stmt]) -> Counter[str]:
+    return Counter(
+        n.id
+        for stmt in body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    )
+
+
+def _carried(body: list[ast.stmt], name: str) -> bool:
+    """Whether an iteration of `body` may read `name` before assigning it (conservatively: unless
+    a plain assignment at the top of the body that does not read it comes first)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if name in _names_read(stmt.value) or any(name in _names_read(t) for t in targets):
+                return True
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return False
+            continue
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+            return True
+    return True
 
 
 def _names_read(expr: ast.expr) -> set[str]:

@@ -23,10 +23,10 @@ from kernel_nb.engine.arith import ArithmeticHooks
 from kernel_nb.engine.capture import FunctionProbe, Recorder
 from kernel_nb.engine.hooks import MemoryGuard, frame_locator
 from kernel_nb.engine.patches import interpreter_scope
-from kernel_nb.engine.rewrite import RewrittenFunction, rewrite
+from kernel_nb.engine.rewrite import RewrittenFunction, shared_rewrite
 from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.options import Options
-from kernel_nb.trace import BufferMap, Launch, Pid, ProgramTrace, SourceInfo, Statement
+from kernel_nb.trace import Launch, Pid, ProgramTrace, SourceInfo, Statement
 
 
 class Engine:
@@ -41,7 +41,7 @@ class Engine:
         breakpoints = self.options.breakpoints if instrument else ()
         key = (fn.__code__, instrument, breakpoints)
         if key not in self._rewrites:
-            self._rewrites[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints)
+            self._rewrites[key] = shared_rewrite(fn, instrument=instrument, breakpoints=breakpoints)
         return self._rewrites[key]
 
     def launch(
@@ -362,10 +362,7 @@ def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray
     bound.restore(snapshot)
     launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
     for bmap in launch.buffers.values():
-        bmap.reads[...] = 0
-        bmap.writes[...] = 0
-        bmap.last_writer = BufferMap.nobody(bmap.size)
-        bmap.oob.clear()
+        bmap.clear()
 
 
 def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:

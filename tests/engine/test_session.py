@@ -227,3 +227,53 @@ def test_a_launch_is_freed_as_soon_as_nobody_holds_it(strategy):
         assert launch() is None
     finally:
         gc.enable()
+
+
+def test_save_and_load_keeps_the_buffer_maps(tmp_path, strategy):
+    """The batched strategy's maps add each batch's marks in when read: a saved trace holds the
+    counts themselves."""
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(4,)](x, x, out, 1000, BLOCK=256)
+    launch = session.trace[0]
+    assert launch.strategy == ("batched" if strategy == "auto" else "serial")
+    path = tmp_path / "trace.knb"
+    session.trace.save(path)
+    loaded = kernel_nb.Trace.load(path)[0]
+    expected_writers = np.repeat(np.arange(4, dtype=np.int32), 256)[:1000]
+    for trace in (loaded, launch):
+        np.testing.assert_array_equal(trace.buffers["x_ptr"].reads, np.full(1000, 1, np.int32))
+        np.testing.assert_array_equal(trace.buffers["out_ptr"].writes, np.full(1000, 1, np.int32))
+        np.testing.assert_array_equal(trace.buffers["out_ptr"].last_writer, expected_writers)
+        assert trace.buffers["out_ptr"].written and not trace.buffers["x_ptr"].written
+
+
+def test_kernels_are_parsed_once_across_sessions(monkeypatch):
+    """Every `%%tkernel` cell opens a session: a kernel's rewritten source is kept across them,
+    except for functions with a closure, whose cells may hold other values next time."""
+    from kernel_nb.engine import rewrite
+
+    parsed = []
+    original = rewrite.rewrite
+    monkeypatch.setattr(rewrite, "rewrite", lambda fn, **kw: parsed.append(fn.__name__) or original(fn, **kw))
+
+    def closure_kernel(scale):
+        @triton.jit
+        def scaled(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offsets = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) * scale)
+
+        return scaled
+
+    x = np.arange(64, dtype=np.float32)
+    for factor in (2.0, 3.0):
+        out = np.zeros_like(x)
+        with kernel_nb.interpret():
+            k.add_kernel[(1,)](x, x, out, 64, BLOCK=64)
+        np.testing.assert_array_equal(out, 2 * x)
+        with kernel_nb.interpret():
+            closure_kernel(factor)[(1,)](x, out, BLOCK=64)
+        np.testing.assert_array_equal(out, factor * x)
+    assert parsed.count("add_kernel") <= 1  # once, or not at all if an earlier test parsed it
+    assert parsed.count("scaled") == 2
