@@ -166,7 +166,7 @@ class BatchedRun(LaunchContext):
                 kernel(**values)
         except Divergence as split:
             self.guard.rollback()
-            for group in _groups(pids, split.values):
+            for group in _groups(pids, self.recorder.divergence_values(split.values)):
                 self._run_group(stock, kernel, values, group)
             return
         except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):

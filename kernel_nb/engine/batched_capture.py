@@ -12,7 +12,7 @@ import numpy as np
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_builder import Divergence, batched_active, batched_trips
-from kernel_nb.engine.batched_tiles import AFFINE
+from kernel_nb.engine.batched_tiles import AFFINE, rows_of, shape_of, widened
 from kernel_nb.engine.capture import Recorder, report_origin
 from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns, TileRows
 
@@ -46,16 +46,37 @@ class BatchRecorder(Recorder):
         self.seq: Any = 0  # an int; per program once a masked loop has run
         self.active: np.ndarray | None = None  # the programs a masked loop still runs (None: all)
         self.trips: np.ndarray | None = None  # per program, the masked loop's trip count
+        # the batch rows values hold: in a narrowed masked loop, the programs it still runs (None:
+        # every row); `width` of them
+        self.at: np.ndarray | None = None
+        self.compacts = self.guard is not None and not self.guard.precise  # type: ignore[attr-defined]
+        self.split_trips: np.ndarray | None = None  # the trip counts of the last narrowed loop
+        self._masked_depth: tuple[int, int] | None = None
+        self._all_pids: np.ndarray | None = None
         batched_active[0] = batched_trips[0] = None
         self.frames = [type(self.frames[0])("")]
         if not hasattr(self, "_held_whole"):  # per launch: arrays whose kept rows are views
             self._held_whole: dict[int, np.ndarray] = {}
             self._held_bytes = 0
 
+    @property
+    def width(self) -> int:
+        """How many rows values hold now (see `at`)."""
+        return len(self.batch) if self.at is None else int(self.at.size)
+
+    def full_row(self, r: int) -> int:
+        """The batch row of row `r` of the values held now."""
+        return r if self.at is None else int(self.at[r])
+
+    def running(self) -> np.ndarray | None:
+        """Per row of the values held now, whether its program runs (None: all do)."""
+        return None if self.at is not None else self.active
+
     def _rows_of(self, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         b = data.shape[0]
+        width = self.width
         full = data.reshape((b, *shape)) if data.size == b * int(np.prod(shape)) else data
-        return np.broadcast_to(full, (len(self.batch), *full.shape[1:])) if b != len(self.batch) else full
+        return np.broadcast_to(full, (width, *full.shape[1:])) if b != width else full
 
     def record(self, stmt: int, value: Any) -> None:
         tile = self._pointer_tile(value)
@@ -69,12 +90,21 @@ class BatchRecorder(Recorder):
         seq = self.next_seq()
         call_path, iteration = self.call_path, self.iteration
         batch = len(self.batch)
+        width = self.width
         values, value_rows = None, None
-        if batch > 1 and rows.strides[0] == 0:
+        if self.at is not None:
+            pointer_args = self._spread_list(pointer_args)
+        if width > 1 and rows.strides[0] == 0:
             # the same value in every program (a tl.arange, a mask from it): summarise and keep it once
             summaries = SummaryColumns.of(np.ascontiguousarray(rows[:1].reshape(1, -1))).repeated(batch)
             if self.keep:
                 values, value_rows = np.array(rows[:1], copy=True), np.where(self.keep_rows, 0, -1)
+        elif self.at is not None:  # the rows are the running programs'
+            summaries = SummaryColumns.of(np.ascontiguousarray(rows.reshape(width, -1))).placed(
+                self.at, batch
+            )
+            if self.keep:
+                values, value_rows = self.kept_rows(rows), self.kept_row_map()
         elif self.active is not None:
             # in a masked loop only the running programs make a record: the others cost nothing
             running = np.flatnonzero(self.active)
@@ -112,7 +142,7 @@ class BatchRecorder(Recorder):
         affine = getattr(value.handle, AFFINE, None)
         if not affine or affine.lanes.size != int(np.prod(triton_compat.tensor_shape(value))):
             return None
-        return self.guard.tile_offsets(affine, len(self.batch))  # type: ignore[union-attr]  # a BatchGuard
+        return self.guard.tile_offsets(affine, self.width)  # type: ignore[union-attr]  # a BatchGuard
 
     def _record_tile(self, stmt: int, value: Any, shift: np.ndarray, lanes: np.ndarray, arg: str) -> None:
         batch = len(self.batch)
@@ -126,10 +156,13 @@ class BatchRecorder(Recorder):
             total / count,
             count,
         )
+        if self.at is not None:
+            summaries = summaries.placed(self.at, batch)
         values: TileRows | None = None
         value_rows = None
         if self.keep:
-            picked = np.arange(batch) if self.kept_index is None else self.kept_index
+            kept = self._kept_index()
+            picked = np.arange(self.width) if kept is None else kept
             values = TileRows(shift[picked], lanes, shape)
             value_rows = self.kept_row_map()
         self.add_block(
@@ -152,7 +185,7 @@ class BatchRecorder(Recorder):
             self._batch_nonfinite(stmt, np.zeros((batch, 0)), none, none)
 
     def _extract_batch(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], list[str | None]] | None:
-        batch = len(self.batch)
+        batch = self.width
         if triton_compat.is_tensor(value):
             data = triton_compat.tensor_data(value)
             if not isinstance(data, np.ndarray):
@@ -202,7 +235,7 @@ class BatchRecorder(Recorder):
                     statement,
                     pid,
                     self.order_of(pid),
-                    rows[r],
+                    rows[r if self.at is None else int(np.searchsorted(self.at, r))],
                     operand_nan=bool(operand_nan[r]),
                     operand_inf=bool(operand_inf[r]),
                 )
@@ -212,11 +245,12 @@ class BatchRecorder(Recorder):
         self, bad: np.ndarray
     ) -> Iterator[tuple[Pid, int, np.ndarray, Callable[[Any], np.ndarray]]]:
         bad = np.asarray(bad)
-        batch = len(self.batch)
+        batch = self.width
         full = np.broadcast_to(bad, (batch, *bad.shape[1:])) if bad.shape[0] != batch else bad
         flagged = full.reshape(batch, -1).any(axis=1)
-        if self.active is not None:
-            flagged &= self.active
+        running = self.running()
+        if running is not None:
+            flagged &= running
         for r in np.flatnonzero(flagged):
             lanes = np.flatnonzero(full[r].reshape(-1))
 
@@ -224,7 +258,7 @@ class BatchRecorder(Recorder):
                 a = np.asarray(a)
                 return (a[r] if a.shape[0] == batch else a[0]).reshape(-1)
 
-            pid = self.batch[r]
+            pid = self.batch[self.full_row(int(r))]
             yield pid, self.order_of(pid), lanes, row_of
 
     def next_seq(self) -> Any:
@@ -254,23 +288,71 @@ class BatchRecorder(Recorder):
 
     def _masked_loop(self, start: int, step: int, trips: np.ndarray) -> Iterator[int]:
         self.trips = batched_trips[0] = trips
+        self.split_trips = trips
+        self._masked_depth = (len(self.frames), len(self.frames[-1].loops))
+        # with range bookkeeping, an iteration runs on the programs still running alone (their
+        # rows narrowed: see loop_narrow); else on all of them, the others masked
+        self._narrowing = self.compacts
         try:
             for k in range(int(trips.max())):
                 active = trips > k
                 self.active = None if active.all() else active
-                batched_active[0] = self.active
+                narrow = self._narrowing and self.active is not None
+                self._hold(np.flatnonzero(active) if narrow else None)
+                batched_active[0] = None if narrow else self.active
                 yield start + k * step
         finally:
-            self.active = self.trips = None
+            self._hold(None)
+            self.active = self.trips = self._masked_depth = None
             batched_active[0] = batched_trips[0] = None
 
+    def _hold(self, at: np.ndarray | None) -> None:
+        """Values hold rows `at` of the batch from now on (None: all rows)."""
+        if at is None and self.at is None:
+            return
+        self.at = at
+        self.guard.hold(at)  # type: ignore[union-attr]  # a BatchGuard
+
     def loop_snapshot(self, names: dict[str, Any]) -> Any:
-        return dict(names) if self.trips is not None else None
+        if self.trips is None:
+            return None
+        if (len(self.frames), len(self.frames[-1].loops)) == self._masked_depth:
+            return _MaskedLoopNames(names)  # the masked loop's own iteration
+        return dict(names)
+
+    def loop_narrow(self, saved: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
+        """The names a masked loop's body reads, narrowed to the rows of the programs it still
+        runs (values that are the same in every program stay as they are)."""
+        at = self.at
+        if at is None or not isinstance(saved, _MaskedLoopNames):
+            return None
+        batch = len(self.batch)
+        narrowed = {}
+        for name in names:
+            if name not in saved:
+                continue
+            value = saved[name]
+            if triton_compat.is_tensor(value):
+                if shape_of(value.handle)[:1] == (batch,):
+                    narrowed[name] = triton_compat.tensor_with_handle(value, rows_of(value.handle, at))
+            elif _holds_rows(value, batch):
+                # a tuple of per-program values: this loop runs on all programs, the others masked
+                self._narrowing = False
+                self._hold(None)
+                batched_active[0] = self.active
+                return None
+        saved.narrowed = tuple(narrowed)
+        return narrowed
 
     def loop_merge(
         self, saved: Any, names: dict[str, Any], assigned: tuple[str, ...]
     ) -> dict[str, Any] | None:
-        """For the programs a masked loop is done with, the values the body's names had before."""
+        """For the programs a masked loop is done with, the values the body's names had before;
+        after a narrowed iteration, every name made whole again."""
+        if self.at is not None:
+            if not isinstance(saved, _MaskedLoopNames):
+                return None  # a loop inside the narrowed one: every row held runs it
+            return self._widen(saved, names, assigned)
         active = self.active
         if saved is None or active is None:
             return None
@@ -290,6 +372,45 @@ class BatchRecorder(Recorder):
             else:  # a value the batch cannot hold per program: split the batch by trip count
                 raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
         return merged
+
+    def _widen(
+        self, saved: _MaskedLoopNames, names: dict[str, Any], assigned: tuple[str, ...]
+    ) -> dict[str, Any]:
+        at = self.at
+        assert at is not None
+        batch = len(self.batch)
+        merged = {}
+        for name in assigned:
+            if name not in saved or name not in names or saved[name] is names[name]:
+                continue
+            old, new = saved[name], names[name]
+            if triton_compat.is_tensor(old) and triton_compat.is_tensor(new) and old.type == new.type:
+                merged[name] = triton_compat.tensor_with_handle(
+                    new, widened(old.handle, new.handle, at, batch)
+                )
+            elif not (triton_compat.is_tensor(old) or triton_compat.is_tensor(new)) and _same(old, new):
+                continue
+            else:  # a value the batch cannot hold per program: split the batch by trip count
+                raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
+        for name in saved.narrowed:  # read, not assigned: the whole value from before
+            if name not in assigned:
+                merged[name] = saved[name]
+        return merged
+
+    def divergence_values(self, values: np.ndarray) -> np.ndarray:
+        """Per batch row, what to split a batch by when `values` (per row held) disagree: inside a
+        narrowed loop, the loop's trip counts (each group then runs it without narrowing)."""
+        if len(values) == len(self.batch) or self.split_trips is None:
+            return values
+        return self.split_trips
+
+    def _spread_list(self, items: list[Any]) -> list[Any]:
+        """A list per row held, as a list per batch row (None in the rows not held)."""
+        assert self.at is not None
+        full: list[Any] = [None] * len(self.batch)
+        for r, item in zip(self.at.tolist(), items):
+            full[r] = item
+        return full
 
     def add_block(self, block: RecordBlock | EventBlock) -> None:
         """Add a record or event block; stop copying values for the programs the budget can no
@@ -312,8 +433,12 @@ class BatchRecorder(Recorder):
             self.kept_index = None if picked.size == len(self.batch) else picked
             self.keep = bool(picked.size)
 
-    def _kept_index(self, running: np.ndarray | None) -> np.ndarray | None:
-        """The rows whose values are kept (None: all), of those `running` (None: all)."""
+    def _kept_index(self, running: np.ndarray | None = None) -> np.ndarray | None:
+        """The rows whose values are kept (None: all) of the rows held (see `at`), of those
+        `running` (None: all)."""
+        if self.at is not None:
+            held = np.flatnonzero(self.keep_rows[self.at])
+            return None if held.size == self.at.size else held
         if running is None:
             return self.kept_index
         picked = np.flatnonzero(running & self.keep_rows)
@@ -355,7 +480,9 @@ class BatchRecorder(Recorder):
     def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
         index = self._kept_index(running)
-        if index is None:
+        if self.at is not None:  # rows held → batch rows
+            index = self.at if index is None else self.at[index]
+        elif index is None:
             return None
         at = np.full(len(self.batch), -1)
         at[index] = np.arange(index.size)
@@ -376,6 +503,19 @@ class BatchRecorder(Recorder):
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
+
+
+class _MaskedLoopNames(dict):  # type: ignore[type-arg]
+    """A masked loop's names at the top of an iteration; `narrowed`: those loop_narrow narrowed."""
+
+    narrowed: tuple[str, ...] = ()
+
+
+def _holds_rows(value: Any, batch: int) -> bool:
+    """Whether a tuple or list holds a value per program (tensors with a row per program)."""
+    if isinstance(value, (tuple, list)):
+        return any(_holds_rows(v, batch) for v in value)
+    return triton_compat.is_tensor(value) and shape_of(value.handle)[:1] == (batch,) and batch > 1
 
 
 def _whole(rows: np.ndarray) -> np.ndarray:

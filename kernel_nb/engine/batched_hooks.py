@@ -15,7 +15,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_access import Access, view_of
 from kernel_nb.engine.batched_builder import BatchUnsupported, Divergence
 from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise
+from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, TileShape
 from kernel_nb.engine.batched_tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
 from kernel_nb.engine.hooks import MemoryGuard
 from kernel_nb.trace import EventBlock, MemoryEvent, TileRows
@@ -99,12 +99,25 @@ class BatchGuard(MemoryGuard):
 
     def begin_batch(self) -> None:
         self._linear = np.array([self.launch.linear(pid) for pid in self.recorder.batch], dtype=np.int32)
+        self._whole: tuple[np.ndarray, np.ndarray] | None = None  # the batch's program ids, while narrowed
         self.undo = UndoLog()
         self.pairs: list[tuple[str, np.ndarray, np.ndarray, bool, bool]] = []
         if self.precise:
             self._precise_state()
         else:
             self.book.begin_batch(self._linear)
+
+    def hold(self, at: np.ndarray | None) -> None:
+        """Values hold rows `at` of the batch from now on (None: all): program ids follow."""
+        if at is None:
+            if self._whole is not None:
+                self.builder.pids, self._linear = self._whole
+                self._whole = None
+            return
+        if self._whole is None:
+            self._whole = (self.builder.pids, self._linear)
+        pids, linear = self._whole
+        self.builder.pids, self._linear = pids[at], linear[at]
 
     def rollback(self) -> None:
         """Undo the batch (its programs run again in groups)."""
@@ -113,7 +126,7 @@ class BatchGuard(MemoryGuard):
             self.book.rollback()
 
     def lanes(self, ptrs: Any, mask: Any, *others: Any) -> tuple[np.ndarray, np.ndarray]:
-        shape = (len(self.recorder.batch), *shape_of(ptrs)[1:])  # every program gets its own lanes
+        shape = (self.recorder.width, *shape_of(ptrs)[1:])  # every program gets its own lanes
         affine = getattr(ptrs, AFFINE, None) or None
         if (
             isinstance(ptrs, AffinePointers)
@@ -125,7 +138,7 @@ class BatchGuard(MemoryGuard):
         else:
             addresses = np.broadcast_to(ptrs.data, shape)
         active = np.broadcast_to(np.asarray(mask.data, bool) if mask is not None else np.True_, shape)
-        running = self.recorder.active
+        running = self.recorder.running()
         if running is not None:  # programs a masked loop is done with access nothing
             active = active & running.reshape((shape[0],) + (1,) * (len(shape) - 1))
         return addresses, active
@@ -359,9 +372,14 @@ class BatchGuard(MemoryGuard):
         seq = recorder.next_seq()
         access, self._access = self._access, None
         batch = addresses.shape[0]
+        held, whole = recorder.at, len(recorder.batch)
         if access is not None:
             arg = access.arg
-            self.book.access(arg.name, reads, writes, access.lo, access.hi, access)
+            if held is None:
+                self.book.access(arg.name, reads, writes, access.lo, access.hi, access)
+            else:  # the bookkeeping keeps every program of the batch
+                lo, hi = _spread(access.lo, held, whole), _spread(access.hi, held, whole)
+                self.book.access(arg.name, reads, writes, lo, hi, HeldRows(access, held, whole))
             lanes = access.flat.shape[1]
             if access.rows is not None:
                 counts = np.zeros(batch, np.int64)
@@ -369,11 +387,13 @@ class BatchGuard(MemoryGuard):
             else:
                 counts = np.full(batch, lanes) if access.active is None else access.active.sum(axis=1)
             live = access.lo < access.hi
-            lows = np.where(live, access.lo - arg.origin, 0).tolist()
-            highs = np.where(live, access.hi - arg.origin, 0).tolist()
+            low, high = np.where(live, access.lo - arg.origin, 0), np.where(live, access.hi - arg.origin, 0)
+            if held is not None:
+                counts, low, high = (_spread(a, held, whole) for a in (counts, low, high))
+            lows, highs = low.tolist(), high.tolist()
         else:
-            counts = np.zeros(batch, np.int64)
-            lows = highs = [0] * batch
+            counts = np.zeros(whole, np.int64)
+            lows = highs = [0] * whole
         block = EventBlock(
             kind,
             seq,
@@ -396,7 +416,8 @@ class BatchGuard(MemoryGuard):
                 tile = access.tile()
                 if tile is not None:
                     shift, lanes = tile
-                    kept = slice(None) if recorder.kept_index is None else recorder.kept_index
+                    index_kept = recorder._kept_index()
+                    kept = slice(None) if index_kept is None else index_kept
                     block.indices = TileRows(shift[kept] - access.arg.origin, lanes, addresses.shape[1:])
                 else:
                     index = access.full_index().reshape(addresses.shape) - access.arg.origin
@@ -525,7 +546,7 @@ class BatchGuard(MemoryGuard):
     def _observe_row(self, row: int, kind: str, arg: str, elements: np.ndarray, detail: str) -> None:
         assert self.observations is not None
         file, line = self.locate()
-        pid = self.recorder.batch[row]
+        pid = self.recorder.batch[self.recorder.full_row(row)]
         self.observations.add(
             kind,
             "error",
@@ -568,6 +589,28 @@ class BatchGuard(MemoryGuard):
                     bmap.writes += counts
                     np.maximum.at(bmap.writers(), elements, (keys // bmap.size).astype(np.int32))
         self.pairs = []
+
+
+class HeldRows:
+    """An access made by the rows a narrowed masked loop holds (see BatchRecorder.at), as the
+    bookkeeping sees it: rows of the whole batch (the Lanes protocol of batched_intervals)."""
+
+    def __init__(self, access: Access, held: np.ndarray, batch: int) -> None:
+        self.access, self.held, self.batch = access, held, batch
+        self.active = access.active
+        self.rows = held if access.rows is None else held[access.rows]
+
+    def index(self) -> np.ndarray:
+        return self.access.index()
+
+    def shape(self, live: np.ndarray) -> TileShape | None:
+        shape = self.access.shape(live[self.held])
+        if shape is None:
+            return None
+        return TileShape(shape.lanes, _spread(shape.shift, self.held, self.batch))
+
+    def put(self, target: np.ndarray, values: np.ndarray) -> None:
+        self.access.put(target, values)
 
 
 def _spread(values: np.ndarray, rows: np.ndarray, batch: int) -> np.ndarray:

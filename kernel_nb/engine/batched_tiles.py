@@ -215,6 +215,57 @@ class Addresses:
         return self.made().max(*args, **kwargs)
 
 
+def rows_of(handle: Any, at: np.ndarray) -> Any:
+    """A batch-wide handle's rows `at`, its tile form and splat kept (a splat stays a view)."""
+    affine = getattr(handle, AFFINE, None) or None
+    if isinstance(handle, AffinePointers) and affine is not None:
+        base = affine.base if affine.base.size == 1 else affine.base[at]
+        moved = Affine(base, affine.lanes, affine._elements, affine._runs)
+        return AffinePointers(moved, (at.size, *handle._shape[1:]), handle.dtype)
+    data = handle.data
+    splat = getattr(handle, SPLAT, None)
+    if splat is not None:
+        one = splat if splat.size == 1 else splat[at]
+        shape = (at.size, *data.shape[1:])
+        result = TensorHandle(
+            np.broadcast_to(one.reshape((one.size,) + (1,) * (len(shape) - 1)), shape), handle.dtype
+        )
+        setattr(result, SPLAT, one)
+    else:
+        result = TensorHandle(data[at], handle.dtype)
+    form = getattr(handle, INTEGER_FORM, None)
+    if form is not None:
+        setattr(
+            result, INTEGER_FORM, IntegerForm(form.base if form.base.size == 1 else form.base[at], form.lanes)
+        )
+    if affine is not None:
+        base = affine.base if affine.base.size == 1 else affine.base[at]
+        setattr(result, AFFINE, Affine(base, affine.lanes, affine._elements, affine._runs))
+    return result
+
+
+def widened(old: Any, new: Any, at: np.ndarray, batch: int) -> Any:
+    """A batch-wide handle holding `old`'s rows, but rows `at` from `new` (which holds those rows,
+    or one row for all of them); both of one type."""
+    old_affine = getattr(old, AFFINE, None) or None
+    new_affine = getattr(new, AFFINE, None) or None
+    if (
+        isinstance(old, AffinePointers)
+        and isinstance(new, AffinePointers)
+        and old_affine is not None
+        and new_affine is not None
+        and np.array_equal(old_affine.lanes, new_affine.lanes)
+    ):
+        base = np.array(np.broadcast_to(old_affine.base, (batch,)))
+        base[at] = np.broadcast_to(new_affine.base, (at.size,))
+        moved = Affine(base, new_affine.lanes, new_affine._elements, new_affine._runs)
+        return AffinePointers(moved, (batch, *new._shape[1:]), new.dtype)
+    data = new.data
+    full = np.array(np.broadcast_to(old.data, (batch, *data.shape[1:])), dtype=data.dtype)
+    full[at] = data
+    return TensorHandle(full, new.dtype)
+
+
 def shape_of(handle: Any) -> tuple[int, ...]:
     """A handle's data shape, without making an AffinePointers' addresses."""
     if isinstance(handle, AffinePointers):

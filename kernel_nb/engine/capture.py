@@ -172,6 +172,10 @@ class Recorder:
         """Called at the top of each iteration of a range loop (see BatchRecorder)."""
         return None
 
+    def loop_narrow(self, saved: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
+        """Called after `loop_snapshot`: values to assign to the names the body reads, if any."""
+        return None
+
     def loop_merge(
         self, saved: Any, names: dict[str, Any], assigned: tuple[str, ...]
     ) -> dict[str, Any] | None:
@@ -203,6 +207,7 @@ class FunctionProbe:
         self.loop_next = recorder.loop_next
         self.loop_exit = recorder.loop_exit
         self.snapshot = recorder.loop_snapshot
+        self.narrow = recorder.loop_narrow
         self.merge = recorder.loop_merge
 
     def range(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -125,6 +125,7 @@ def rewrite(
     assert isinstance(transformed, (ast.FunctionDef, ast.AsyncFunctionDef))
     fdef = transformed
     instrumenter.reads = _reads(fdef.body)
+    instrumenter.locals = _local_names(fdef)
     # the arguments are values too: a program's records start with its inputs
     arg_records = (
         [
@@ -160,6 +161,7 @@ class _Instrumenter:
         self.statements: list[LocalStatement] = []
         self.loops = 0
         self.reads: Counter[str] = Counter()  # how often the function reads each name, as written
+        self.locals: set[str] = set()  # the function's parameters and the names it assigns
 
     def record_call(
         self, name: str, line: int, kind: str, where: ast.AST, reads: list[ast.expr] | None = None
@@ -219,12 +221,15 @@ class _Instrumenter:
 
     def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
         carried = self._masked_range(stmt)
+        # the function's own names whose values from before an iteration it reads: a batch may run
+        # the body on fewer programs
+        read = sorted(n for n in _reads(stmt.body) if n in self.locals and _carried(stmt.body, n))
         body = self.block(stmt.body)
         stmt.orelse = self.block(stmt.orelse)
         head: list[ast.stmt] = []
         tail: list[ast.stmt] = []
         if carried is not None:
-            head, tail = self._carry(stmt, carried)
+            head, tail = self._carry(stmt, carried, read)
         if not self.instrument:
             stmt.body = head + body + tail
             return [stmt]
@@ -268,15 +273,28 @@ class _Instrumenter:
         inside = _reads(stmt.body)
         return [n for n in assigned if self.reads[n] > inside[n] or _carried(stmt.body, n)]
 
-    def _carry(self, stmt: ast.For | ast.While, names: list[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
-        """Statements that keep the values of programs a masked loop has finished for: a snapshot of
-        the body's names at the top of each iteration, merged back at its end."""
+    def _carry(
+        self, stmt: ast.For | ast.While, names: list[str], read: list[str]
+    ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Statements for a loop whose programs may differ in trip count (see BatchRecorder): at the
+        top of each iteration a snapshot of the function's names, then the names the body reads as
+        the probe narrows them to the programs still running; at its end, the names assigned back
+        (the finished programs' values kept, narrowed names made whole again)."""
         self.loops += 1
-        saved, merged = f"{PROBE}saved{self.loops}", f"{PROBE}merged{self.loops}"
+        saved = f"{PROBE}saved{self.loops}"
+        narrowed, merged = f"{PROBE}narrowed{self.loops}", f"{PROBE}merged{self.loops}"
         locals_call = ast.Call(ast.Name("locals", ast.Load()), [], [])
         snapshot = ast.Assign(
             [ast.Name(saved, ast.Store())],
             ast.Call(ast.Attribute(ast.Name(PROBE, ast.Load()), "snapshot", ast.Load()), [locals_call], []),
+        )
+        narrow = ast.Assign(
+            [ast.Name(narrowed, ast.Store())],
+            ast.Call(
+                ast.Attribute(ast.Name(PROBE, ast.Load()), "narrow", ast.Load()),
+                [ast.Name(saved, ast.Load()), ast.Tuple([ast.Constant(n) for n in read], ast.Load())],
+                [],
+            ),
         )
         merge = ast.Assign(
             [ast.Name(merged, ast.Store())],
@@ -290,23 +308,42 @@ class _Instrumenter:
                 [],
             ),
         )
-        assign_back: list[ast.stmt] = [
-            ast.If(
-                ast.Compare(ast.Constant(name), [ast.In()], [ast.Name(merged, ast.Load())]),
-                [
-                    ast.Assign(
-                        [ast.Name(name, ast.Store())],
-                        ast.Subscript(ast.Name(merged, ast.Load()), ast.Constant(name), ast.Load()),
-                    )
-                ],
-                [],
-            )
-            for name in names
-        ]
+        head: list[ast.stmt] = [snapshot, narrow]
+        if read:
+            head.append(ast.If(ast.Name(narrowed, ast.Load()), _assign_from(narrowed, read), []))
         tail: list[ast.stmt] = [merge]
-        if assign_back:
-            tail.append(ast.If(ast.Name(merged, ast.Load()), assign_back, []))
-        return [ast.copy_location(snapshot, stmt)], [ast.copy_location(t, stmt) for t in tail]
+        back = names + [n for n in read if n not in names]
+        if back:
+            tail.append(ast.If(ast.Name(merged, ast.Load()), _assign_from(merged, back), []))
+        return [ast.copy_location(h, stmt) for h in head], [ast.copy_location(t, stmt) for t in tail]
+
+
+def _assign_from(source: str, names: list[str]) -> list[ast.stmt]:
+    """`if "x" in source: x = source["x"]` for each name."""
+    return [
+        ast.If(
+            ast.Compare(ast.Constant(name), [ast.In()], [ast.Name(source, ast.Load())]),
+            [
+                ast.Assign(
+                    [ast.Name(name, ast.Store())],
+                    ast.Subscript(ast.Name(source, ast.Load()), ast.Constant(name), ast.Load()),
+                )
+            ],
+            [],
+        )
+        for name in names
+    ]
+
+
+def _local_names(fdef: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The function's parameters and every name it binds."""
+    args = fdef.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+    return names
 
 
 def target_names(target: ast.expr) -> list[str]:
@@ -321,12 +358,15 @@ def target_names(target: ast.expr) -> list[str]:
 
 
 def _reads(body: list[ast.stmt]) -> Counter[str]:
-    return Counter(
-        n.id
-        for stmt in body
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    )
+    """How often the statements read each name (`x += 1` reads x)."""
+    counts: Counter[str] = Counter()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                counts[node.id] += 1
+            elif isinstance(node, ast.AugAssign):
+                counts.update(target_names(node.target))
+    return counts
 
 
 def _carried(body: list[ast.stmt], name: str) -> bool:

@@ -316,6 +316,11 @@ def tensor_like(value: Any, data: np.ndarray) -> Any:
     return tl.core.tensor(TensorHandle(data, value.handle.dtype), value.type)
 
 
+def tensor_with_handle(value: Any, handle: Any) -> Any:
+    """A tensor of `value`'s type with `handle` (a TensorHandle, or one of its subclasses)."""
+    return tl.core.tensor(handle, value.type)
+
+
 def is_interpreter_range(fn: Any) -> bool:
     """Whether `fn` is what the interpreter puts in place of tl.range and tl.static_range."""
     return getattr(fn, "__name__", "") == "_new_range" and getattr(fn, "__module__", "") == _interp.__name__

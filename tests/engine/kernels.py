@@ -336,3 +336,52 @@ def nested_triangle_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
             cols = start + tl.arange(0, BLOCK)
             acc += tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0) * (again + 1)
     tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def fresh_each_iteration_kernel(out_ptr, BLOCK: tl.constexpr):
+    # `total` is made afresh in every iteration and read after the loop only by `+=`: the record
+    # of that statement shows each program's own last value
+    pid = tl.program_id(0)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(pid + 1):
+        total = tl.zeros([BLOCK], dtype=tl.float32) + i
+    total += 1.0
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.float32) + pid)
+
+
+@triton.jit
+def branch_in_masked_loop_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # the programs still running disagree on an `if` inside a loop whose trip count differs (all
+    # agree in the first iteration, which every program runs)
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(pid + 1):
+        if pid * i % 3 == 1:
+            acc += tl.load(x_ptr + offsets)
+        else:
+            acc -= 1.0
+    tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def tuple_in_masked_loop_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # the loop reads per-program values held in a tuple
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    pair = (tl.load(x_ptr + offsets), pid)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(pid + 1):
+        acc += pair[0] * (i + pair[1])
+    tl.store(out_ptr + offsets, acc)
+
+
+@triton.jit
+def overflow_in_masked_loop_kernel(out_ptr, BLOCK: tl.constexpr):
+    # int32 products overflow only in the programs that loop long enough
+    pid = tl.program_id(0)
+    value = tl.full([BLOCK], 7, tl.int32) + tl.arange(0, BLOCK)
+    for _ in range(2 * pid + 1):
+        value = value * 1000
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), value)

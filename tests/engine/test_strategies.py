@@ -42,6 +42,14 @@ SCENARIOS = {
                             lambda a: k.nested_triangle_kernel[(5,)](*a, 80, BLOCK=16), "batched"),
     "masked_loop_atomics": (lambda: [f32(4, 64), np.zeros(64, np.float32)],
                             lambda a: k.triangle_atomic_kernel[(4,)](*a, 64, BLOCK=16), "batched per-element"),
+    "fresh_each_iteration": (lambda: [np.zeros(5 * 16, np.float32)],
+                             lambda a: k.fresh_each_iteration_kernel[(5,)](a[0], BLOCK=16), "batched"),
+    "branch_in_masked_loop": (lambda: [f32(6 * 16), np.zeros(6 * 16, np.float32)],
+                              lambda a: k.branch_in_masked_loop_kernel[(6,)](*a, BLOCK=16), "batched"),
+    "tuple_in_masked_loop": (lambda: [f32(5 * 16), np.zeros(5 * 16, np.float32)],
+                             lambda a: k.tuple_in_masked_loop_kernel[(5,)](*a, BLOCK=16), "batched"),
+    "overflow_in_masked_loop": (lambda: [np.zeros(4 * 8, np.int32)],
+                                lambda a: k.overflow_in_masked_loop_kernel[(4,)](a[0], BLOCK=8), "batched"),
     "layer_norm": (lambda: [f32(9, 300), np.zeros((9, 300), np.float32), f32(300), f32(300),
                             np.zeros(9, np.float32), np.zeros(9, np.float32)],
                    lambda a: k.layer_norm_fwd[(9,)](*a, 300, 300, 1e-5, BLOCK=128), "batched"),
@@ -270,3 +278,22 @@ def test_a_masked_loop_keeps_only_the_values_that_outlive_an_iteration(monkeypat
     _, auto = _run("flash_attention", "auto")
     assert auto.strategy == "batched"
     assert merged == {"m_i", "l_i", "acc"}
+
+
+@pytest.mark.parametrize(
+    ("name", "held"),
+    [("flash_attention", [6, 4, 2]), ("masked_loop", [5, 4, 3, 2, 1] * 2), ("tuple_in_masked_loop", [4])],
+)
+def test_a_masked_loop_runs_each_iteration_on_the_programs_still_running(name, held, monkeypatch):
+    """With range bookkeeping, the iterations of a loop whose trip count differs hold the rows of
+    the programs still running only (2 programs of flash attention's 8 in its last iteration).
+    A loop that reads per-program values in a tuple gives that up and masks the others instead."""
+    from kernel_nb.engine.batched_hooks import BatchGuard
+
+    widths = []
+    hold = BatchGuard.hold
+    monkeypatch.setattr(BatchGuard, "hold", lambda self, at: widths.append(at) or hold(self, at))
+    _, auto = _run(name, "auto")
+    assert auto.strategy == "batched" and not auto.strategy_note
+    assert [at.size for at in widths if at is not None] == held
+    assert widths[-1] is None  # every program's rows again after the loop
