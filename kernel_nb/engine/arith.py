@@ -90,6 +90,9 @@ class ArithmeticHooks:
             if result.dtype == np.bool_:
                 return triton_compat.TensorHandle(result, triton_compat.tl.int1)
             return triton_compat.TensorHandle(numerics.encode(result, type_name), lhs.dtype.scalar)
+        if op in _BOOL_EXACT and lhs.data.dtype == np.bool_ and rhs.data.dtype == np.bool_:
+            # numpy's own bool and/or/xor are the 1-bit integer ones: no detour through int8
+            return triton_compat.TensorHandle(op(lhs.data, rhs.data), lhs.dtype.scalar)
         with np.errstate(all="ignore"):
             result = original(lhs, rhs, op)
         if self.detect and lhs.data.dtype.kind in "iu":
@@ -238,6 +241,9 @@ class ArithmeticHooks:
             result = numerics.dot(a_values, b_values, numerics.decode(d.data, d_name), mode)
             return triton_compat.TensorHandle(numerics.encode(result, d_name), d.dtype.scalar)
         return triton_compat.TensorHandle(numerics.dot(a_values, b_values, d.data, mode), d.dtype.scalar)
+
+
+_BOOL_EXACT = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_and, np.logical_or, np.logical_xor)
 
 
 def _fits(op: Any, a: np.ndarray, b: np.ndarray, info: np.iinfo) -> bool:

@@ -254,12 +254,18 @@ class BatchGuard(MemoryGuard):
 
     def tile_offsets(self, affine: Affine, batch: int) -> tuple[np.ndarray, np.ndarray, str] | None:
         """Per program the element offset of an Affine pointer block's base, the lanes' offsets
-        from it, and the one argument it points into (None: not all in one argument)."""
+        from it, and the argument the first lanes point into (None: not all into one argument).
+        Offsets count from that argument for every lane, inside it or not, as `offsets` does."""
         base = np.broadcast_to(affine.base, (batch,))
-        low = int(base.min()) + int(affine.lanes.min())
-        high = int(base.max()) + int(affine.lanes.max())
+        if affine.lanes.size == 0:
+            return None
+        first = int(affine.lanes[0])
+        low, high = int(base.min()) + first, int(base.max()) + first
         arg = self.buffer_at(low)
-        if arg is None or self._partial_overlap or not (arg.lo <= low and high < arg.hi):
+        # buffer_at gives one argument for every address from low to high when no argument
+        # starts or ends in between (inside it, or past its end before the next one starts)
+        bounds = np.array([edge for b in self.buffers for edge in (b.lo, b.hi)], dtype=np.int64)
+        if arg is None or self._partial_overlap or ((bounds > low) & (bounds <= high)).any():
             return None
         size = arg.itemsize
         if (affine.lanes % size).any() or ((base - arg.ptr) % size).any():
