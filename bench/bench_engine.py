@@ -148,7 +148,10 @@ def main() -> None:
                 last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output"
                 print(f"{name} / {side} failed: {last}", file=sys.stderr)
                 if side == "stock" and "torch" in last:
-                    sys.exit("the stock interpreter needs torch: pip install torch")
+                    sys.exit(
+                        "the stock interpreter needs torch: pip install torch"
+                        " --index-url https://download.pytorch.org/whl/cpu"
+                    )
                 results[name, side] = {
                     "size": "",
                     "seconds": float("nan"),

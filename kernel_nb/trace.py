@@ -383,11 +383,20 @@ class Deferred(list):  # type: ignore[type-arg]
     and statement until someone looks at a program.
     """
 
+    __slots__ = ("blocks", "keep_values", "row")  # one per program and kind: no __dict__ each
+
     def __init__(self, items: Any = ()) -> None:
         super().__init__(items)
         self.blocks: list[Any] = []
         self.row = 0
         self.keep_values = True
+
+    @classmethod
+    def shared(cls, blocks: list[Any], row: int, keep_values: bool) -> Deferred:
+        """A program's list reading row `row` of the batch's `blocks` (see `share`)."""
+        made = cls()
+        made.blocks, made.row, made.keep_values = blocks, row, keep_values
+        return made
 
     def share(self, blocks: list[Any], row: int) -> None:
         """Take this program's rows from `blocks` (the list keeps growing while the batch runs)."""
@@ -434,12 +443,16 @@ class Deferred(list):  # type: ignore[type-arg]
 class Records(Deferred):
     """A program's records (see Deferred)."""
 
+    __slots__ = ()
+
 
 class Events(Deferred):
     """A program's memory events (see Deferred)."""
 
+    __slots__ = ()
 
-@dataclass
+
+@dataclass(slots=True)
 class ProgramTrace:
     """Everything one program recorded."""
 

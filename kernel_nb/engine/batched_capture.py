@@ -14,7 +14,17 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_builder import Divergence, batched_active, batched_trips
 from kernel_nb.engine.batched_tiles import AFFINE, rows_of, shape_of, widened
 from kernel_nb.engine.capture import Recorder, report_origin
-from kernel_nb.trace import Deferred, EventBlock, Pid, ProgramTrace, RecordBlock, SummaryColumns, TileRows
+from kernel_nb.trace import (
+    Deferred,
+    EventBlock,
+    Events,
+    Pid,
+    ProgramTrace,
+    RecordBlock,
+    Records,
+    SummaryColumns,
+    TileRows,
+)
 
 
 class BatchRecorder(Recorder):
@@ -28,16 +38,14 @@ class BatchRecorder(Recorder):
         self.keep_rows = np.array(
             [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
         )
-        self.programs = [ProgramTrace(pid, kept=bool(k)) for pid, k in zip(pids, self.keep_rows)]
         # every program of the batch runs the same statements: they share the blocks, one row each
         self.record_blocks: list[RecordBlock] = []
         self.event_blocks: list[EventBlock] = []
-        for r, program in enumerate(self.programs):
-            records, events = program.records, program.events
-            assert isinstance(records, Deferred) and isinstance(events, Deferred)
-            records.share(self.record_blocks, r)
-            events.share(self.event_blocks, r)
-            records.keep_values = events.keep_values = program.kept
+        records, events = self.record_blocks, self.event_blocks
+        self.programs = [
+            ProgramTrace(pid, Records.shared(records, r, kept), Events.shared(events, r, kept), kept=kept)
+            for r, (pid, kept) in enumerate(zip(pids, self.keep_rows.tolist()))
+        ]
         picked = np.flatnonzero(self.keep_rows)
         self.kept_index = None if picked.size == len(pids) else picked
         self.held = np.zeros(len(pids), np.int64)  # per program, bytes of values kept so far
