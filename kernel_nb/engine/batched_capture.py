@@ -415,6 +415,8 @@ class BatchRecorder(Recorder):
     def _spread_list(self, items: list[Any]) -> list[Any]:
         """A list per row held, as a list per batch row (None in the rows not held)."""
         assert self.at is not None
+        if items and items.count(items[0]) == len(items):
+            return [items[0]] * len(self.batch)  # the rows not held make no record: any value will do
         full: list[Any] = [None] * len(self.batch)
         for r, item in zip(self.at.tolist(), items):
             full[r] = item
@@ -432,6 +434,8 @@ class BatchRecorder(Recorder):
         if not self.keep:
             return
         held = block.row_bytes()
+        if isinstance(held, int) and held == 0:
+            return  # nothing kept: the budget is where it was
         self.held += held if block.rows is None else np.where(block.rows, held, 0)
         kept = np.flatnonzero(self.keep_rows)
         reached = np.flatnonzero(self.kept_bytes + np.cumsum(self.held[kept]) >= self.budget)
@@ -461,6 +465,8 @@ class BatchRecorder(Recorder):
                 rows.flags.writeable = False  # a record: a later in-place write would change it
                 return rows
             return np.array(rows, copy=True)
+        if index.size == 0:  # none of the programs held is kept
+            return np.array(rows[:0], copy=True)
         first, count = int(index[0]), index.size
         if int(index[-1]) - first + 1 == count and self._sole_array(rows):
             # the first programs, as the budget keeps them: a view of their rows, while the

@@ -161,7 +161,7 @@ class BatchGuard(MemoryGuard):
             affine = None
         rows: np.ndarray | None = None
         lanes: np.ndarray | None = None
-        if not bool(given.all()):
+        if not _all(given):
             running = given.any(axis=1)
             if not running.all() and given[running].all():
                 # only some programs access, each with all its lanes: work on their rows alone
@@ -617,6 +617,14 @@ class HeldRows:
 
     def put(self, target: np.ndarray, values: np.ndarray) -> None:
         self.access.put(target, values)
+
+
+def _all(mask: np.ndarray) -> bool:
+    """mask.all(), looking at each element once where `mask` is a broadcast (an unmasked load's
+    all-true mask, a row mask repeated over lanes)."""
+    if 0 in mask.strides:
+        mask = mask[tuple(slice(None) if stride else slice(0, 1) for stride in mask.strides)]
+    return bool(mask.all())
 
 
 def _spread(values: np.ndarray, rows: np.ndarray, batch: int) -> np.ndarray:

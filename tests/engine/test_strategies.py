@@ -193,6 +193,22 @@ def test_a_small_budget_keeps_the_same_programs_both_ways():
     assert kept["serial"] == kept["auto"] and 0 < len(kept["serial"][0]) < 16
 
 
+def test_a_small_budget_keeps_the_same_programs_both_ways_in_a_narrowed_loop():
+    """The budget runs out after the first program, which finishes the loop first: the iterations
+    that run on the other programs alone keep no values and stay batched."""
+    kept = {}
+    for strategy in ("serial", "auto"):
+        global rng
+        rng = np.random.default_rng(3)
+        arrays = SCENARIOS["flash_attention"][0]()
+        with kernel_nb.interpret(strategy=strategy, budget_bytes=3000) as session:
+            SCENARIOS["flash_attention"][1](arrays)
+        launch = session.trace[0]
+        assert launch.strategy == ("serial" if strategy == "serial" else "batched"), launch.strategy_note
+        kept[strategy] = ([p for p, prog in launch.programs.items() if prog.kept], launch.kept_bytes)
+    assert kept["serial"] == kept["auto"] and kept["serial"][0] == [(0, 0, 0)]
+
+
 def test_out_of_bounds_error_is_the_serial_one():
     x = np.ones(1000, np.float32)
     messages = {}
