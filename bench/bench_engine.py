@@ -4,9 +4,12 @@
 
 The stock interpreter needs torch tensors and reads TRITON_INTERPRET when kernels are decorated,
 so it runs in a child process (started by this script) that sets the variable before importing the
-kernels. Every (case, side) runs in a fresh process: stock, kernel_nb with capture (default
-options) and kernel_nb without capture. Each reports the median of a few repetitions and its peak
-resident memory above what the inputs took.
+kernels. Every (case, side) runs in fresh processes: stock, kernel_nb with capture (default
+options) and kernel_nb without capture. Each process reports the median of a few repetitions and
+its peak resident memory above what the inputs took. A kernel_nb side runs in several processes
+(--processes) and reports the median of theirs: a launch of a fraction of a second varies from
+process to process with what the fresh heap costs (first touches of memory); the stock side, whose
+runs take seconds each, runs in one.
 """
 
 from __future__ import annotations
@@ -122,10 +125,27 @@ def child(side: str, name: str, quick: bool, repeats: int) -> None:
     print(json.dumps({"size": size, "seconds": statistics.median(times), "peak_mib": peak, "how": how}))
 
 
+def _in_process(name: str, side: str, args: argparse.Namespace) -> dict[str, Any] | str:
+    """One (case, side) in a fresh process: its result, or the last line of its error."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    if side == "stock":
+        env["TRITON_INTERPRET"] = "1"
+    command = [sys.executable, __file__, "--child", side, name, "--repeats", str(args.repeats)]
+    if args.quick:
+        command.append("--quick")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output"
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs per process")
+    parser.add_argument("--processes", type=int, default=3, help="processes per kernel_nb side")
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -133,19 +153,14 @@ def main() -> None:
         return
 
     results: dict[tuple[str, str], dict[str, Any]] = {}
+    spread: dict[tuple[str, str], list[float]] = {}
     for name in CASES:
         for side in ("stock", "capture", "no-capture"):
-            env = dict(os.environ)
-            env.pop("TRITON_INTERPRET", None)
-            if side == "stock":
-                env["TRITON_INTERPRET"] = "1"
-            command = [sys.executable, __file__, "--child", side, name, "--repeats", str(args.repeats)]
-            if args.quick:
-                command.append("--quick")
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
+            runs = [_in_process(name, side, args) for _ in range(1 if side == "stock" else args.processes)]
+            failed = [r for r in runs if isinstance(r, str)]
+            if failed:
+                last = failed[0]
                 # e.g. stock triton 3.6 with numpy >= 2.4 fails on range(n) with a runtime n
-                last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output"
                 print(f"{name} / {side} failed: {last}", file=sys.stderr)
                 if side == "stock" and "torch" in last:
                     sys.exit(
@@ -159,7 +174,14 @@ def main() -> None:
                     "how": "failed",
                 }
                 continue
-            results[name, side] = json.loads(done.stdout.strip().splitlines()[-1])
+            done = [r for r in runs if isinstance(r, dict)]
+            seconds = [r["seconds"] for r in done]
+            spread[name, side] = seconds
+            results[name, side] = {
+                **done[0],
+                "seconds": statistics.median(seconds),
+                "peak_mib": max(r["peak_mib"] for r in done),
+            }
 
     print(
         f"{'case':<16} {'size':<28} {'stock s':>8} {'capture s':>9} {'ratio':>6} {'no-cap s':>8} {'ratio':>6}"
@@ -177,7 +199,14 @@ def main() -> None:
     print(
         "ratio = stock time / kernel_nb time (above 1: kernel_nb is faster); MiB = peak RSS above the inputs"
     )
-    print(f"seconds: median of {args.repeats} run(s) after a warm-up run")
+    print(
+        f"seconds: median of {args.repeats} run(s) after a warm-up run, per process; kernel_nb:"
+        f" the median of {args.processes} processes (MiB: the largest)"
+    )
+    for name in CASES:
+        for side in ("capture", "no-capture"):
+            times = " ".join(f"{t:.3f}" for t in sorted(spread.get((name, side), [])))
+            print(f"{name:<16} {side:<10} per process: {times}")
     for name in CASES:
         print(f"{name:<16} ran {results[name, 'capture'].get('how', '?')}")
 

@@ -507,9 +507,25 @@ class BufferMap:
         self.arg, self.size, self.shape, self.origin = arg, size, shape, origin
         self._reads, self._writes, self._last_writer = reads, writes, last_writer
         self.oob: list[tuple[int, int, int]] = [] if oob is None else oob
+        self._writes_out = True  # `writes` may hold counts (see `fresh`)
         # (kind, first element, marks): "read" bools, "write" writer ids (-1: none), "read-count" /
         # "write-count" counts, added in by `_settle`
         self._later: list[tuple[str, int, np.ndarray]] = []
+
+    @staticmethod
+    def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
+        """A map of no accesses yet; `written` can then tell without a look at every element."""
+        bmap = BufferMap(
+            arg,
+            size,
+            shape,
+            np.zeros(size, np.int32),
+            np.zeros(size, np.int32),
+            BufferMap.nobody(size),
+            origin,
+        )
+        bmap._writes_out = False
+        return bmap
 
     def __repr__(self) -> str:
         return f"BufferMap(arg={self.arg!r}, size={self.size}, shape={self.shape}, origin={self.origin})"
@@ -550,12 +566,14 @@ class BufferMap:
     @property
     def writes(self) -> np.ndarray:
         self._settle()
+        self._writes_out = True  # whoever has it may count into it
         return self._writes
 
     @writes.setter
     def writes(self, value: np.ndarray) -> None:
         self._settle()
         self._writes = value
+        self._writes_out = True
 
     @property
     def last_writer(self) -> np.ndarray:
@@ -572,6 +590,7 @@ class BufferMap:
         self._later = []
         self._reads[...] = 0
         self._writes[...] = 0
+        self._writes_out = False
         self._last_writer = BufferMap.nobody(self.size)
         self.oob.clear()
 
@@ -581,6 +600,9 @@ class BufferMap:
             return True
         if any(kind == "write-count" and marks.any() for kind, _, marks in self._later):
             return True
+        if not self._writes_out and not any(kind == "write" for kind, _, _ in self._later):
+            return False  # counts only come through `writes` or marks: none came
+        self._settle()
         return bool(self._writes.any())
 
     @staticmethod

@@ -152,10 +152,16 @@ class BoundArguments:
             arg.span_view()[...] = poison_value(arg.dtype)
             arg.poisoned = True
 
-    def commit(self) -> None:
-        """Write every copy back to the caller's memory, with Ctrl-C held until the copy is complete."""
+    def commit(self, written: Callable[[str], bool] | None = None) -> None:
+        """Write the copies back to the caller's memory, with Ctrl-C held until the copy is complete:
+        every copy, or those holding an argument that `written` says the launch wrote (or that was
+        poisoned: its copy differs from the caller's memory from the start)."""
         with _deferred_interrupt():
             for memory in self.memories:
+                if written is not None and not any(
+                    b.poisoned or written(b.name) for b in self.buffers if b.memory is memory
+                ):
+                    continue  # only read: the caller's memory already holds it
                 memory.write(memory.copy)
 
 

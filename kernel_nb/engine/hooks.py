@@ -53,15 +53,7 @@ class MemoryGuard:
         for b in buffers:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
                 continue
-            launch.buffers[b.name] = BufferMap(
-                arg=b.name,
-                size=b.size,
-                shape=b.shape,
-                reads=np.zeros(b.size, np.int32),
-                writes=np.zeros(b.size, np.int32),
-                last_writer=BufferMap.nobody(b.size),
-                origin=b.origin,
-            )
+            launch.buffers[b.name] = BufferMap.fresh(b.name, b.size, b.shape, b.origin)
 
     # -- lookup ---------------------------------------------------------------------------------
 

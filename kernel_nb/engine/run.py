@@ -79,7 +79,7 @@ class Engine:
             if context is not None:
                 launch.kept_bytes = context.recorder.kept_bytes
                 context.dismantle()
-        bound.commit()
+        bound.commit(lambda name: launch.buffers[name].written)
         # the launch holds its replayer: a weak reference back lets the launch be freed as soon as
         # nobody holds it (a cycle would keep its arrays until a garbage collection)
         owner = weakref.ref(launch)

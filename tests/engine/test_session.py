@@ -277,3 +277,32 @@ def test_kernels_are_parsed_once_across_sessions(monkeypatch):
         np.testing.assert_array_equal(out, factor * x)
     assert parsed.count("add_kernel") <= 1  # once, or not at all if an earlier test parsed it
     assert parsed.count("scaled") == 2
+
+
+def test_only_the_arguments_a_launch_wrote_are_copied_back(monkeypatch, strategy):
+    """Inputs the kernel only read already hold what the launch left there: copying them back
+    would cost a pass over each. A poisoned argument is copied back whether written or not."""
+    from kernel_nb.engine import args
+
+    copied = []
+    bind = args.bind
+
+    def counting_bind(*a, **kw):
+        bound = bind(*a, **kw)
+        for memory in bound.memories:
+            write = memory.write
+            memory.write = lambda data, write=write: copied.append(data.nbytes) or write(data)
+        return bound
+
+    monkeypatch.setattr(args, "bind", counting_bind)
+    monkeypatch.setattr(kernel_nb.engine.run, "bind", counting_bind)
+    x, y = np.arange(1000, dtype=np.float32), np.ones(2000, np.float32)
+    out = np.zeros(1000, np.float32)
+    with kernel_nb.interpret():
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    np.testing.assert_array_equal(out, x + 1)
+    assert copied == [out.nbytes]
+    copied.clear()
+    with kernel_nb.interpret(poison=("y_ptr",)):
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert sorted(copied) == sorted([out.nbytes, y.nbytes])
