@@ -1,9 +1,10 @@
 """The batched strategy: the programs of a launch run together, one numpy call serving them all.
 
 Every value carries the batch's programs along a leading axis (see batched_builder). A `range`
-loop whose stop differs between programs runs once for all of them, the programs that are done
-masked: their loads and stores are off, their records and events are not made, and the loop's
-names keep their values (batched_capture.loop_range). Where the programs disagree about other
+loop whose stop differs between programs runs once for all of them: each iteration holds the rows
+of the programs still running only (or, where it cannot, masks the others), the programs that are
+done make no loads, stores, records or events, and the loop's names keep their values for them
+(batched_capture.loop_range). Where the programs disagree about other
 control flow, the batch is undone (an undo log restores every byte its stores and atomics changed)
 and split into groups that agree, each run on its own. The result must
 equal the serial strategy's, records and findings included; wherever the batched form cannot

@@ -57,10 +57,10 @@ class BatchRecorder(Recorder):
         # the batch rows values hold: in a narrowed masked loop, the programs it still runs (None:
         # every row); `width` of them
         self.at: np.ndarray | None = None
-        self.compacts = self.guard is not None and not self.guard.precise  # type: ignore[attr-defined]
+        # masked loops narrow their iterations where the bookkeeping is by ranges (see loop_narrow)
+        self.narrows = self.guard is not None and not self.guard.precise  # type: ignore[attr-defined]
         self.split_trips: np.ndarray | None = None  # the trip counts of the last narrowed loop
         self._masked_depth: tuple[int, int] | None = None
-        self._all_pids: np.ndarray | None = None
         batched_active[0] = batched_trips[0] = None
         self.frames = [type(self.frames[0])("")]
         if not hasattr(self, "_held_whole"):  # per launch: arrays whose kept rows are views
@@ -282,8 +282,9 @@ class BatchRecorder(Recorder):
     # -- loops whose trip count differs between programs ---------------------------------------
 
     def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A range whose stop differs between programs runs for all of them together, the programs
-        that are done masked (their memory accesses off, their values kept: see loop_merge)."""
+        """A range whose stop differs between programs runs for all of them together: each iteration
+        on the programs still running (see loop_narrow), or on all of them with the others masked
+        (their memory accesses off); the finished programs' values are kept (see loop_merge)."""
         # one masked loop at a time: a loop inside it runs as the programs still running agree
         bounds = None if self.trips is not None else _range_bounds(fn, args, kwargs, len(self.batch))
         if bounds is None:
@@ -300,7 +301,7 @@ class BatchRecorder(Recorder):
         self._masked_depth = (len(self.frames), len(self.frames[-1].loops))
         # with range bookkeeping, an iteration runs on the programs still running alone (their
         # rows narrowed: see loop_narrow); else on all of them, the others masked
-        self._narrowing = self.compacts
+        self._narrowing = self.narrows
         try:
             for k in range(int(trips.max())):
                 active = trips > k
