@@ -509,8 +509,8 @@ class BufferMap:
         self.oob: list[tuple[int, int, int]] = [] if oob is None else oob
         self._writes_out = True  # `writes` may hold counts (see `fresh`)
         # (kind, first element, marks): "read" bools, "write" writer ids (-1: none), "read-count" /
-        # "write-count" counts, added in by `_settle`
-        self._later: list[tuple[str, int, np.ndarray]] = []
+        # "write-count" counts, added in by `_settle`; "read-later": (end, puts) that mark the reads
+        self._later: list[tuple[str, int, Any]] = []
 
     @staticmethod
     def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
@@ -538,15 +538,33 @@ class BufferMap:
         """Marks of one batch for elements start.. (see `_later`); the map now owns `marks`."""
         self._later.append((kind, start, marks))
 
+    def add_marks_later(
+        self, kind: str, start: int, end: int, puts: list[Callable[[np.ndarray], None]]
+    ) -> None:
+        """Marks of one batch for elements start..end, each `put` marking a map of the buffer's
+        size (and a slot past it) when the counts are read."""
+        if kind != "read":
+            raise ValueError(f"marks made later are reads, not {kind!r}")
+        self._later.append(("read-later", start, (end, list(puts))))
+
     def _settle(self) -> None:
         if not self._later:
             return
         later, self._later = self._later, []
         for kind, start, marks in later:
+            if kind == "read-later":
+                end, puts = marks
+                made = np.zeros(self.size + 1, bool)
+                for put in puts:
+                    put(made)
+                self._reads[start:end] += made[start:end]
+                continue
             span = slice(start, start + marks.size)
             if kind in ("read", "read-count"):
                 self._reads[span] += marks
-            elif kind == "write-count":
+                continue
+            self._writes_out = True  # `writes` holds counts now
+            if kind == "write-count":
                 self._writes[span] += marks
             else:
                 self._writes[span] += marks >= 0
@@ -620,7 +638,7 @@ class BufferMap:
     def never_written(self) -> np.ndarray:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
         marks = [(start, m) for kind, start, m in self._later if kind == "write"]
-        if marks and len(marks) == len(self._later) and not self._last_writer.flags.writeable:
+        if marks and not self._writes_out and all(kind != "write-count" for kind, _, _ in self._later):
             # only whole batches' marks so far: which elements they cover, without the counts
             covered = np.zeros(self.size, bool)
             for start, m in marks:

@@ -223,21 +223,38 @@ class Access:
         """target[index] = the row's value at every active lane; masked lanes go to the slot past
         the map (target[-1])."""
         size = target.size - 1
-        rows = values.reshape(-1) if values.size > 1 else np.broadcast_to(values.reshape(-1), (len(self.lo),))
-        split = self._whole_runs(size)
-        if split is not None:
-            whole, starts, run, index = split
-            per_run = np.broadcast_to(rows[: len(starts), None], starts.shape)
-            sliding_window_view(target[:size], run, writeable=True)[starts[whole]] = per_run[whole][:, None]
-            if index.size:
-                assert self.active is not None
-                lanes = self.active.reshape(*starts.shape, run)[~whole]
-                target[index] = np.repeat(per_run[~whole], lanes.sum(axis=1))
+        later = self.put_later(size, values)
+        if later is not None:
+            later(target)
             return
+        rows = values.reshape(-1) if values.size > 1 else np.broadcast_to(values.reshape(-1), (len(self.lo),))
         index = self.index()
         if self.active is not None:
             index = np.where(self.active, index, size)
         target[index] = rows[: len(index)].reshape(-1, 1)
+
+    def put_later(self, size: int, values: np.ndarray) -> Callable[[np.ndarray], None] | None:
+        """`put` into a map of `size` elements (and its slot past the end) that may be made later:
+        whole runs of the tile, holding only where they start (None: no tile form)."""
+        split = self._whole_runs(size)
+        if split is None:
+            return None
+        whole, starts, run, index = split
+        rows = values.reshape(-1) if values.size > 1 else np.broadcast_to(values.reshape(-1), (len(self.lo),))
+        per_run = np.broadcast_to(rows[: len(starts), None], starts.shape)
+        at, fill = starts[whole], per_run[whole][:, None]
+        rest = None
+        if index.size:
+            assert self.active is not None
+            lanes = self.active.reshape(*starts.shape, run)[~whole]
+            rest = np.repeat(per_run[~whole], lanes.sum(axis=1))
+
+        def apply(target: np.ndarray) -> None:
+            sliding_window_view(target[:size], run, writeable=True)[at] = fill
+            if rest is not None:
+                target[index] = rest
+
+        return apply
 
     def full_index(self) -> np.ndarray:
         """index() for every row (rows that access nothing included)."""

@@ -618,6 +618,9 @@ class HeldRows:
     def put(self, target: np.ndarray, values: np.ndarray) -> None:
         self.access.put(target, values)
 
+    def put_later(self, size: int, values: np.ndarray) -> Callable[[np.ndarray], None] | None:
+        return self.access.put_later(size, values)
+
 
 def _all(mask: np.ndarray) -> bool:
     """mask.all(), looking at each element once where `mask` is a broadcast (an unmasked load's

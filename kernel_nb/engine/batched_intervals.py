@@ -13,6 +13,7 @@ raises `NeedsPrecise` and the launch runs again with per-element bookkeeping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,6 +44,10 @@ class Lanes(Protocol):
         map's last element, which takes them)."""
         ...
 
+    def put_later(self, size: int, values: np.ndarray) -> Callable[[np.ndarray], None] | None:
+        """`put` into a map of `size` elements that may be made later (None: not that cheaply)."""
+        ...
+
 
 class NeedsPrecise(Exception):
     """Ranges cannot prove the batch exact; the launch reruns with per-element bookkeeping."""
@@ -59,6 +64,7 @@ class _Side:
     # per access: each row's range, and for counted accesses the lanes' shape (see TileShape)
     ranges: list[tuple[np.ndarray, np.ndarray, TileShape | None]] = field(default_factory=list)
     mark: np.ndarray | None = None  # element → touched by one program (see IntervalBook._mark)
+    later: list[Callable[[np.ndarray], None]] = field(default_factory=list)  # marks not made yet
     counts: np.ndarray | None = None  # element → programs of shared rows that touched it
     lo: int = _BIG
     hi: int = -_BIG
@@ -105,6 +111,7 @@ class IntervalBook:
 
     def _clear(self) -> None:
         for side in self.sides.values():
+            side.later = []
             span = slice(side.lo, side.hi)
             if side.mark is not None:
                 blank = -1 if side.mark.dtype != bool else False
@@ -259,10 +266,15 @@ class IntervalBook:
             side.shared = not bool((ends[:-1] <= starts[1:]).all())
         flat_active = lanes.active
         if not side.shared:
-            # every element of this access belongs to one program of the batch: mark it
-            if side.mark is None:
-                side.mark = self._mark((name, kind), side.size)
-            lanes.put(side.mark, np.ones(1, bool))
+            # every element of this access belongs to one program of the batch: mark it, when
+            # the map is read (nothing reads these marks while the batch runs)
+            later = lanes.put_later(side.size, np.ones(1, bool))
+            if later is not None:
+                side.later.append(later)
+            else:
+                if side.mark is None:
+                    side.mark = self._mark((name, kind), side.size)
+                lanes.put(side.mark, np.ones(1, bool))
         else:
             # counted: each row must touch an element once, and none that its program touched before
             shape = lanes.shape(live)
@@ -303,6 +315,9 @@ class IntervalBook:
                 continue
             bmap = self.maps[name]
             span = slice(side.lo, side.hi)
+            if side.later:
+                bmap.add_marks_later(kind, side.lo, side.hi, side.later)
+                side.later = []
             if side.mark is not None:
                 bmap.add_marks(kind, side.lo, side.mark[span])
                 self._marks.pop((name, kind), None)
