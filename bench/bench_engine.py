@@ -6,10 +6,10 @@ The stock interpreter needs torch tensors and reads TRITON_INTERPRET when kernel
 so it runs in a child process (started by this script) that sets the variable before importing the
 kernels. Every (case, side) runs in fresh processes: stock, kernel_nb with capture (default
 options) and kernel_nb without capture. Each process reports the median of a few repetitions and
-its peak resident memory above what the inputs took. A kernel_nb side runs in several processes
+its peak resident memory above what the inputs took. Every side runs in several processes
 (--processes) and reports the median of theirs: a launch of a fraction of a second varies from
-process to process with what the fresh heap costs (first touches of memory); the stock side, whose
-runs take seconds each, runs in one.
+process to process with what the fresh heap costs (first touches of memory), and on a shared
+machine both sides vary with what else runs.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per process")
-    parser.add_argument("--processes", type=int, default=3, help="processes per kernel_nb side")
+    parser.add_argument("--processes", type=int, default=3, help="processes per side")
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -156,7 +156,7 @@ def main() -> None:
     spread: dict[tuple[str, str], list[float]] = {}
     for name in CASES:
         for side in ("stock", "capture", "no-capture"):
-            runs = [_in_process(name, side, args) for _ in range(1 if side == "stock" else args.processes)]
+            runs = [_in_process(name, side, args) for _ in range(args.processes)]
             failed = [r for r in runs if isinstance(r, str)]
             if failed:
                 last = failed[0]
@@ -200,11 +200,11 @@ def main() -> None:
         "ratio = stock time / kernel_nb time (above 1: kernel_nb is faster); MiB = peak RSS above the inputs"
     )
     print(
-        f"seconds: median of {args.repeats} run(s) after a warm-up run, per process; kernel_nb:"
-        f" the median of {args.processes} processes (MiB: the largest)"
+        f"seconds: median of {args.repeats} run(s) after a warm-up run, per process, then the median"
+        f" of {args.processes} processes (MiB: the largest)"
     )
     for name in CASES:
-        for side in ("capture", "no-capture"):
+        for side in ("stock", "capture", "no-capture"):
             times = " ".join(f"{t:.3f}" for t in sorted(spread.get((name, side), [])))
             print(f"{name:<16} {side:<10} per process: {times}")
     for name in CASES:

@@ -66,6 +66,8 @@ class BatchRecorder(Recorder):
         if not hasattr(self, "_held_whole"):  # per launch: arrays whose kept rows are views
             self._held_whole: dict[int, np.ndarray] = {}
             self._held_bytes = 0
+        self._arenas: set[int] | None = None  # the arguments' host copies (see _sole_array)
+        self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
 
     @property
     def width(self) -> int:
@@ -438,11 +440,15 @@ class BatchRecorder(Recorder):
         if isinstance(held, int) and held == 0:
             return  # nothing kept: the budget is where it was
         self.held += held if block.rows is None else np.where(block.rows, held, 0)
-        kept = np.flatnonzero(self.keep_rows)
-        reached = np.flatnonzero(self.kept_bytes + np.cumsum(self.held[kept]) >= self.budget)
+        kept = self._kept_programs
+        spent = np.cumsum(self.held[kept])
+        if kept.size < 2 or self.kept_bytes + spent[-2] < self.budget:
+            return  # every kept program but the last is still under the budget
+        reached = np.flatnonzero(self.kept_bytes + spent >= self.budget)
         if reached.size and reached[0] + 1 < kept.size:
             self.keep_rows[kept[reached[0] + 1 :]] = False
             picked = np.flatnonzero(self.keep_rows)
+            self._kept_programs = picked
             self.kept_index = None if picked.size == len(self.batch) else picked
             self.keep = bool(picked.size)
 
@@ -489,8 +495,9 @@ class BatchRecorder(Recorder):
         # a view of the whole array, or of less memory (a broadcast): it holds no more than counted
         if base.base is not None or not base.flags.owndata or base.nbytes > rows.nbytes:
             return False
-        arenas = {id(b.memory.copy) for b in self.guard.buffers}  # type: ignore[union-attr]
-        return id(base) not in arenas
+        if self._arenas is None:
+            self._arenas = {id(b.memory.copy) for b in self.guard.buffers}  # type: ignore[union-attr]
+        return id(base) not in self._arenas
 
     def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
