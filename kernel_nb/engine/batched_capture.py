@@ -68,6 +68,7 @@ class BatchRecorder(Recorder):
             self._held_bytes = 0
         self._arenas: set[int] | None = None  # the arguments' host copies (see _sole_array)
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
+        self._held_kept_cache: tuple[Any, Any, np.ndarray | None, np.ndarray] | None = None
 
     @property
     def width(self) -> int:
@@ -219,6 +220,11 @@ class BatchRecorder(Recorder):
         info = self.statement_info[stmt]
         frame = self.frames[-1]
         active = self.active
+        if not (has_nan.any() or has_inf.any()):
+            old = frame.nonfinite.get(info.name)
+            if active is None or old is None or not (np.any(old[0]) or np.any(old[1])):
+                frame.nonfinite[info.name] = (has_nan, has_inf)  # nothing to report or carry over
+                return
         if active is not None:  # programs a masked loop is done with neither report nor change
             old_nan, old_inf = frame.nonfinite.get(info.name, (np.zeros(len(self.batch), bool),) * 2)
             has_nan = np.where(active, has_nan, old_nan)
@@ -456,8 +462,7 @@ class BatchRecorder(Recorder):
         """The rows whose values are kept (None: all) of the rows held (see `at`), of those
         `running` (None: all)."""
         if self.at is not None:
-            held = np.flatnonzero(self.keep_rows[self.at])
-            return None if held.size == self.at.size else held
+            return self._held_kept()[0]
         if running is None:
             return self.kept_index
         picked = np.flatnonzero(running & self.keep_rows)
@@ -501,14 +506,31 @@ class BatchRecorder(Recorder):
 
     def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
+        if self.at is not None:
+            return self._held_kept()[1]
         index = self._kept_index(running)
-        if self.at is not None:  # rows held → batch rows
-            index = self.at if index is None else self.at[index]
-        elif index is None:
+        if index is None:
             return None
         at = np.full(len(self.batch), -1)
         at[index] = np.arange(index.size)
         return at
+
+    def _held_kept(self) -> tuple[np.ndarray | None, np.ndarray]:
+        """In a narrowed iteration: which rows held are kept (None: all), and the map batch row →
+        index among those (-1: not kept); made once per iteration (and budget cut), as every
+        record and event of the iteration asks."""
+        assert self.at is not None
+        cached = self._held_kept_cache
+        if cached is not None and cached[0] is self.at and cached[1] is self._kept_programs:
+            return cached[2], cached[3]
+        held = np.flatnonzero(self.keep_rows[self.at])
+        index = None if held.size == self.at.size else held
+        rows = self.at if index is None else self.at[index]
+        row_map = np.full(len(self.batch), -1)
+        row_map[rows] = np.arange(rows.size)
+        row_map.flags.writeable = False  # shared by the blocks of the iteration
+        self._held_kept_cache = (self.at, self._kept_programs, index, row_map)
+        return index, row_map
 
     def trim(self) -> None:
         """Apply the capture budget in program order, as the serial strategy does as it goes."""
