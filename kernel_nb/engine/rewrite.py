@@ -220,16 +220,13 @@ class _Instrumenter:
         return [stmt]
 
     def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
-        carried = self._masked_range(stmt)
-        # the function's own names whose values from before an iteration it reads: a batch may run
-        # the body on fewer programs
-        read = sorted(n for n in _reads(stmt.body) if n in self.locals and _carried(stmt.body, n))
+        names = self._masked_range(stmt)  # before the body is instrumented: its names as written
         body = self.block(stmt.body)
         stmt.orelse = self.block(stmt.orelse)
         head: list[ast.stmt] = []
         tail: list[ast.stmt] = []
-        if carried is not None:
-            head, tail = self._carry(stmt, carried, read)
+        if names is not None:
+            head, tail = self._carry(stmt, *names)
         if not self.instrument:
             stmt.body = head + body + tail
             return [stmt]
@@ -239,10 +236,12 @@ class _Instrumenter:
         stmt.body = head + body + tail
         return [self._probe_call("loop_enter", stmt), stmt, self._probe_call("loop_exit", stmt)]
 
-    def _masked_range(self, stmt: ast.For | ast.While) -> list[str] | None:
+    def _masked_range(self, stmt: ast.For | ast.While) -> tuple[list[str], list[str]] | None:
         """For `for x in range(...)` (or tl.range): route the range through the probe, which lets
-        programs with different trip counts run the loop together (the batched strategy masks the
-        programs that are done); returns the names the body assigns."""
+        programs with different trip counts run the loop together (the batched strategy narrows
+        each iteration to the programs still running, or masks the others). Returns the names the
+        body assigns whose values outlive an iteration, and the function's own names whose values
+        from before an iteration the body reads."""
         if not isinstance(stmt, ast.For) or not isinstance(stmt.iter, ast.Call):
             return None
         func = stmt.iter.func
@@ -271,7 +270,9 @@ class _Instrumenter:
         # those read after the loop (or anywhere outside it) and those carried from one iteration
         # into the next; the others are made afresh before every read
         inside = _reads(stmt.body)
-        return [n for n in assigned if self.reads[n] > inside[n] or _carried(stmt.body, n)]
+        kept = [n for n in assigned if self.reads[n] > inside[n] or _carried(stmt.body, n)]
+        read = sorted(n for n in inside if n in self.locals and _carried(stmt.body, n))
+        return kept, read
 
     def _carry(
         self, stmt: ast.For | ast.While, names: list[str], read: list[str]
