@@ -172,7 +172,7 @@ class BatchRecorder(Recorder):
         values: TileRows | None = None
         value_rows = None
         if self.keep:
-            kept = self._kept_index()
+            kept = self.kept_positions()
             picked = np.arange(self.width) if kept is None else kept
             values = TileRows(shift[picked], lanes, shape)
             value_rows = self.kept_row_map()
@@ -366,52 +366,37 @@ class BatchRecorder(Recorder):
     ) -> dict[str, Any] | None:
         """For the programs a masked loop is done with, the values the body's names had before;
         after a narrowed iteration, every name made whole again."""
-        if self.at is not None:
+        at, active, batch = self.at, self.active, len(self.batch)
+        combine: Callable[[Any, Any], Any]
+        if at is not None:
             if not isinstance(saved, _MaskedLoopNames):
                 return None  # a loop inside the narrowed one: every row held runs it
-            return self._widen(saved, names, assigned)
-        active = self.active
-        if saved is None or active is None:
+            combine = lambda old, new: widened(old, new, at, batch)  # noqa: E731
+        elif saved is None or active is None:
             return None
-        merged = {}
-        batch = len(self.batch)
-        for name in assigned:
-            if name not in saved or name not in names or saved[name] is names[name]:
-                continue
-            old, new = saved[name], names[name]
-            if triton_compat.is_tensor(old) and triton_compat.is_tensor(new) and old.type == new.type:
-                rows = np.broadcast_to(new.handle.data, (batch, *new.handle.data.shape[1:]))
-                before = np.broadcast_to(old.handle.data, rows.shape)
-                kept = np.where(active.reshape((batch,) + (1,) * (rows.ndim - 1)), rows, before)
-                merged[name] = triton_compat.tensor_like(new, kept)
-            elif not (triton_compat.is_tensor(old) or triton_compat.is_tensor(new)) and _same(old, new):
-                continue
-            else:  # a value the batch cannot hold per program: split the batch by trip count
-                raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
-        return merged
+        else:
 
-    def _widen(
-        self, saved: _MaskedLoopNames, names: dict[str, Any], assigned: tuple[str, ...]
-    ) -> dict[str, Any]:
-        at = self.at
-        assert at is not None
-        batch = len(self.batch)
+            def combine(old: Any, new: Any) -> Any:
+                rows = np.broadcast_to(new.data, (batch, *new.data.shape[1:]))
+                before = np.broadcast_to(old.data, rows.shape)
+                kept = np.where(active.reshape((batch,) + (1,) * (rows.ndim - 1)), rows, before)
+                return triton_compat.TensorHandle(kept, new.dtype)
+
         merged = {}
         for name in assigned:
             if name not in saved or name not in names or saved[name] is names[name]:
                 continue
             old, new = saved[name], names[name]
             if triton_compat.is_tensor(old) and triton_compat.is_tensor(new) and old.type == new.type:
-                merged[name] = triton_compat.tensor_with_handle(
-                    new, widened(old.handle, new.handle, at, batch)
-                )
+                merged[name] = triton_compat.tensor_with_handle(new, combine(old.handle, new.handle))
             elif not (triton_compat.is_tensor(old) or triton_compat.is_tensor(new)) and _same(old, new):
                 continue
             else:  # a value the batch cannot hold per program: split the batch by trip count
                 raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
-        for name in saved.narrowed:  # read, not assigned: the whole value from before
-            if name not in assigned:
-                merged[name] = saved[name]
+        if at is not None:
+            for name in saved.narrowed:  # read, not assigned: the whole value from before
+                if name not in assigned:
+                    merged[name] = saved[name]
         return merged
 
     def divergence_values(self, values: np.ndarray) -> np.ndarray:
@@ -458,9 +443,9 @@ class BatchRecorder(Recorder):
             self.kept_index = None if picked.size == len(self.batch) else picked
             self.keep = bool(picked.size)
 
-    def _kept_index(self, running: np.ndarray | None = None) -> np.ndarray | None:
-        """The rows whose values are kept (None: all) of the rows held (see `at`), of those
-        `running` (None: all)."""
+    def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
+        """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
+        `running` (None: all): the rows `kept_rows` keeps."""
         if self.at is not None:
             return self._held_kept()[0]
         if running is None:
@@ -471,7 +456,7 @@ class BatchRecorder(Recorder):
     def kept_rows(self, rows: np.ndarray, running: np.ndarray | None = None) -> np.ndarray:
         """The rows of programs that can be kept (of those `running`): a copy, or `rows` itself
         where it is a value nothing else holds (see _sole_array)."""
-        index = self._kept_index(running)
+        index = self.kept_positions(running)
         if index is None:
             if self._sole_array(rows):
                 rows.flags.writeable = False  # a record: a later in-place write would change it
@@ -508,11 +493,13 @@ class BatchRecorder(Recorder):
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
         if self.at is not None:
             return self._held_kept()[1]
-        index = self._kept_index(running)
-        if index is None:
-            return None
+        index = self.kept_positions(running)
+        return None if index is None else self._row_map(index)
+
+    def _row_map(self, rows: np.ndarray) -> np.ndarray:
+        """Batch row → its place among `rows` (-1: not among them)."""
         at = np.full(len(self.batch), -1)
-        at[index] = np.arange(index.size)
+        at[rows] = np.arange(rows.size)
         return at
 
     def _held_kept(self) -> tuple[np.ndarray | None, np.ndarray]:
@@ -525,9 +512,7 @@ class BatchRecorder(Recorder):
             return cached[2], cached[3]
         held = np.flatnonzero(self.keep_rows[self.at])
         index = None if held.size == self.at.size else held
-        rows = self.at if index is None else self.at[index]
-        row_map = np.full(len(self.batch), -1)
-        row_map[rows] = np.arange(rows.size)
+        row_map = self._row_map(self.at if index is None else self.at[index])
         row_map.flags.writeable = False  # shared by the blocks of the iteration
         self._held_kept_cache = (self.at, self._kept_programs, index, row_map)
         return index, row_map

@@ -422,7 +422,7 @@ class BatchGuard(MemoryGuard):
                 tile = access.tile()
                 if tile is not None:
                     shift, lanes = tile
-                    index_kept = recorder._kept_index()
+                    index_kept = recorder.kept_positions()
                     kept = slice(None) if index_kept is None else index_kept
                     block.indices = TileRows(shift[kept] - access.arg.origin, lanes, addresses.shape[1:])
                 else:
