@@ -124,7 +124,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         base = shape.base + step
         if base.size not in (1, full[0]):
             return self._addptr(ptr, offset, width)
-        return AffinePointers(Affine(base, shape.lanes, shape._elements, shape._runs), full, ptr.dtype)
+        return AffinePointers(shape.moved(base), full, ptr.dtype)
 
     @staticmethod
     def _addptr(ptr: Any, offset: Any, width: int) -> Any:
@@ -211,18 +211,14 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     def create_expand_dims(self, arg: Any, axis: int) -> Any:
         at = axis + 1 if axis >= 0 else axis
         shape = np.expand_dims(np.empty(shape_of(arg), bool), at).shape
-        if isinstance(arg, AffinePointers):
-            return carry_form(arg, None, shape, lambda lanes: lanes)
-        result = TensorHandle(np.expand_dims(arg.data, at), arg.dtype.scalar)
-        return carry_form(arg, result, shape, lambda lanes: lanes)
+        return carry_form(arg, shape, lambda lanes: lanes, lambda: np.expand_dims(arg.data, at))
 
     def create_broadcast(self, arg: Any, shape: Any) -> Any:
-        rows = shape_of(arg)[0]
-        full = (rows, *shape)
-        if isinstance(arg, AffinePointers):
-            return carry_form(arg, None, full, lambda lanes: np.broadcast_to(lanes, tuple(shape)))
-        result = TensorHandle(np.broadcast_to(arg.data, full), arg.dtype.scalar)
-        return carry_form(arg, result, full, lambda lanes: np.broadcast_to(lanes, tuple(shape)))
+        full = (shape_of(arg)[0], *shape)
+        block = tuple(shape)
+        return carry_form(
+            arg, full, lambda lanes: np.broadcast_to(lanes, block), lambda: np.broadcast_to(arg.data, full)
+        )
 
     def create_mul(self, lhs: Any, rhs: Any) -> Any:
         result = super().create_mul(lhs, rhs)
@@ -253,18 +249,17 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     def create_reshape(self, arg: Any, shape: Any, allow_reorder: Any = False) -> Any:
         full = (shape_of(arg)[0], *shape)
         block = tuple(shape)
-        if isinstance(arg, AffinePointers):
-            return carry_form(arg, None, full, lambda lanes: lanes.reshape(block))
-        result = TensorHandle(arg.data.reshape(full), arg.dtype.scalar)
-        return carry_form(arg, result, full, lambda lanes: lanes.reshape(block))
+        return carry_form(arg, full, lambda lanes: lanes.reshape(block), lambda: arg.data.reshape(full))
 
     def create_trans(self, arg: Any, perm: Any) -> Any:
         order = tuple(perm)
         full = (shape_of(arg)[0], *(shape_of(arg)[1:][p] for p in order))
-        if isinstance(arg, AffinePointers):
-            return carry_form(arg, None, full, lambda lanes: np.transpose(lanes, order))
-        result = TensorHandle(np.transpose(arg.data, (0, *[p + 1 for p in order])), arg.dtype.scalar)
-        return carry_form(arg, result, full, lambda lanes: np.transpose(lanes, order))
+        return carry_form(
+            arg,
+            full,
+            lambda lanes: np.transpose(lanes, order),
+            lambda: np.transpose(arg.data, (0, *[p + 1 for p in order])),
+        )
 
     def create_cat(self, lhs: Any, rhs: Any) -> Any:
         b = _leading(lhs.data, rhs.data)

@@ -27,6 +27,10 @@ class Affine:
     _elements: dict[int, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
     _runs: dict[int, tuple[np.ndarray, int] | None] = field(default_factory=dict)
 
+    def moved(self, base: np.ndarray) -> Affine:
+        """The same lanes at another base (their derived forms kept)."""
+        return Affine(base, self.lanes, self._elements, self._runs)
+
     def runs(self, itemsize: int) -> tuple[np.ndarray, int] | None:
         """The lanes (in elements) as runs of consecutive elements of one length: each run's first
         element and the length (None: runs shorter than 8 lanes, or of different lengths)."""
@@ -115,14 +119,16 @@ def reshaped(lanes: np.ndarray, block: tuple[int, ...], how: Any) -> np.ndarray:
     return np.ascontiguousarray(how(lanes.reshape(block))).reshape(-1)
 
 
-def carry_form(arg: Any, result: Any, shape: tuple[int, ...], how: Any) -> Any:
-    """`result` of a shape operation on `arg` (new data shape `shape`) with the tile form of `arg`
-    carried over: AffinePointers stay lazy, an IntegerForm follows its lanes."""
+def carry_form(arg: Any, shape: tuple[int, ...], how: Any, data: Any) -> Any:
+    """The result of a shape operation on `arg` (new data shape `shape`; `data()` makes its
+    values, `how` does to a block of lanes what the operation does to a block of values), with the
+    tile form of `arg` carried over: AffinePointers stay lazy, an IntegerForm follows its lanes."""
     affine = getattr(arg, AFFINE, None)
     if isinstance(arg, AffinePointers) and affine:
         lanes = reshaped(affine.lanes, arg._shape[1:], how)
         moved = affine if np.array_equal(lanes, affine.lanes) else Affine(affine.base, lanes)
         return AffinePointers(moved, shape, arg.dtype.scalar)
+    result = TensorHandle(data(), arg.dtype.scalar)
     form = getattr(arg, INTEGER_FORM, None)
     if form is not None:
         block = np.asarray(arg.data).shape[1:]
@@ -219,13 +225,13 @@ def rows_of(handle: Any, at: np.ndarray) -> Any:
     """A batch-wide handle's rows `at`, its tile form and splat kept (a splat stays a view)."""
     affine = getattr(handle, AFFINE, None) or None
     if isinstance(handle, AffinePointers) and affine is not None:
-        base = affine.base if affine.base.size == 1 else affine.base[at]
-        moved = Affine(base, affine.lanes, affine._elements, affine._runs)
-        return AffinePointers(moved, (at.size, *handle._shape[1:]), handle.dtype)
+        return AffinePointers(
+            affine.moved(_picked(affine.base, at)), (at.size, *handle._shape[1:]), handle.dtype
+        )
     data = handle.data
     splat = getattr(handle, SPLAT, None)
     if splat is not None:
-        one = splat if splat.size == 1 else splat[at]
+        one = _picked(splat, at)
         shape = (at.size, *data.shape[1:])
         result = TensorHandle(
             np.broadcast_to(one.reshape((one.size,) + (1,) * (len(shape) - 1)), shape), handle.dtype
@@ -235,13 +241,15 @@ def rows_of(handle: Any, at: np.ndarray) -> Any:
         result = TensorHandle(data[at], handle.dtype)
     form = getattr(handle, INTEGER_FORM, None)
     if form is not None:
-        setattr(
-            result, INTEGER_FORM, IntegerForm(form.base if form.base.size == 1 else form.base[at], form.lanes)
-        )
+        setattr(result, INTEGER_FORM, IntegerForm(_picked(form.base, at), form.lanes))
     if affine is not None:
-        base = affine.base if affine.base.size == 1 else affine.base[at]
-        setattr(result, AFFINE, Affine(base, affine.lanes, affine._elements, affine._runs))
+        setattr(result, AFFINE, affine.moved(_picked(affine.base, at)))
     return result
+
+
+def _picked(per_program: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Rows `at` of a value per program (one value for all stays as it is)."""
+    return per_program if per_program.size == 1 else per_program[at]
 
 
 def widened(old: Any, new: Any, at: np.ndarray, batch: int) -> Any:
@@ -258,8 +266,7 @@ def widened(old: Any, new: Any, at: np.ndarray, batch: int) -> Any:
     ):
         base = np.array(np.broadcast_to(old_affine.base, (batch,)))
         base[at] = np.broadcast_to(new_affine.base, (at.size,))
-        moved = Affine(base, new_affine.lanes, new_affine._elements, new_affine._runs)
-        return AffinePointers(moved, (batch, *new._shape[1:]), new.dtype)
+        return AffinePointers(new_affine.moved(base), (batch, *new._shape[1:]), new.dtype)
     data = new.data
     full = np.array(np.broadcast_to(old.data, (batch, *data.shape[1:])), dtype=data.dtype)
     full[at] = data

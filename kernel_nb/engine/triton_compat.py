@@ -311,11 +311,6 @@ def constexpr_names(fn: Callable[..., Any]) -> set[str]:
     return names
 
 
-def tensor_like(value: Any, data: np.ndarray) -> Any:
-    """A tensor of `value`'s type holding `data`."""
-    return tl.core.tensor(TensorHandle(data, value.handle.dtype), value.type)
-
-
 def tensor_with_handle(value: Any, handle: Any) -> Any:
     """A tensor of `value`'s type with `handle` (a TensorHandle, or one of its subclasses)."""
     return tl.core.tensor(handle, value.type)
