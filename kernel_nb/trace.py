@@ -475,6 +475,24 @@ class ArgumentInfo:
     value: Any = None
 
 
+def _counts(name: str, hands_out: bool = False) -> Any:
+    """A BufferMap property over `name` that adds the pending marks in first."""
+
+    def get(bmap: BufferMap) -> np.ndarray:
+        bmap._settle()
+        if hands_out:
+            bmap._writes_out = True
+        return getattr(bmap, name)  # type: ignore[no-any-return]
+
+    def put(bmap: BufferMap, value: np.ndarray) -> None:
+        bmap._settle()
+        if hands_out:
+            bmap._writes_out = True
+        setattr(bmap, name, value)
+
+    return property(get, put)
+
+
 class BufferMap:
     """Launch-wide access counts for one buffer argument, per element of its span.
 
@@ -571,37 +589,11 @@ class BufferMap:
                 writers = self.writers()
                 np.maximum(writers[span], marks, out=writers[span])
 
-    @property
-    def reads(self) -> np.ndarray:
-        self._settle()
-        return self._reads
-
-    @reads.setter
-    def reads(self, value: np.ndarray) -> None:
-        self._settle()
-        self._reads = value
-
-    @property
-    def writes(self) -> np.ndarray:
-        self._settle()
-        self._writes_out = True  # whoever has it may count into it
-        return self._writes
-
-    @writes.setter
-    def writes(self, value: np.ndarray) -> None:
-        self._settle()
-        self._writes = value
-        self._writes_out = True
-
-    @property
-    def last_writer(self) -> np.ndarray:
-        self._settle()
-        return self._last_writer
-
-    @last_writer.setter
-    def last_writer(self, value: np.ndarray) -> None:
-        self._settle()
-        self._last_writer = value
+    # the counts, with the marks handed over so far added in; whoever gets `writes` may count
+    # into it, so `written` then has to look
+    reads = _counts("_reads")
+    writes = _counts("_writes", hands_out=True)
+    last_writer = _counts("_last_writer")
 
     def clear(self) -> None:
         """No access recorded (a launch that starts over)."""
