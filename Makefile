@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# make demo needs only the package and the notebook runner; the test extra holds those too.
+DEMO_STAMP := $(VENV)/.installed-demo
 # A second Triton for the engine tests (3.6: the GPU machine's version, with the range(n) bug on numpy >= 2.4).
 VENV_ALT := .venv-triton36
 PY_ALT := $(VENV_ALT)/bin/python
@@ -10,13 +12,20 @@ STAMP_ALT := $(VENV_ALT)/.installed
 
 .PHONY: demo test test-fast test-alt lint lab bench chromium clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
-$(STAMP_ALT): pyproject.toml
+$(DEMO_STAMP): pyproject.toml setup.py
+	@echo "== make demo [1/3]: a virtual environment in $(VENV)"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "== make demo [2/3]: installing kernel-nb and the notebook runner (pip's progress below)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar on -e ".[demo]"
+	touch $(DEMO_STAMP)
+
+$(STAMP_ALT): pyproject.toml setup.py
 	test -x $(PY_ALT) || $(PYTHON) -m venv $(VENV_ALT)
 	$(PY_ALT) -m pip install -q --upgrade pip
 	$(PY_ALT) -m pip install -q "triton==3.6.0" "numpy>=2.4" pytest pytest-timeout
@@ -40,7 +49,8 @@ test: $(STAMP) $(STAMP_ALT) chromium lint
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x tests/engine
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
+	@echo "== make demo [3/3]: running the notebooks headless"
 	$(PY) -m kernel_nb.demo
 
 lab: $(STAMP)

@@ -146,7 +146,7 @@ def run_notebook(path: Path, out_dir: Path) -> str:
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(_SUMMARY_CELL))
     nb.cells.append(nbformat.v4.new_code_cell(_EXPORT_CELL))
-    with tempfile.TemporaryDirectory(prefix="kernel_nb-demo-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kernel-nb-demo-") as tmp:
         # A kernelspec of this interpreter: a machine-wide "python3" may be another Python.
         spec = Path(tmp) / "kernels" / "kernel-nb-demo"
         spec.mkdir(parents=True)
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         "notebooks", nargs="*", help="notebooks to run (default: quickstart and find-the-bug)"
     )
     parser.add_argument(
-        "--out", default=str(ROOT / "demo-output"), help="where executed notebooks and HTML go"
+        "--out", default="demo-output", help="where executed notebooks and HTML go (default: ./demo-output)"
     )
     args = parser.parse_args(argv)
     from nbclient.exceptions import CellExecutionError

@@ -23,7 +23,8 @@ from typing import Any
 from kernel_nb.trace import Launch, Trace
 from kernel_nb.view import dispatch
 from kernel_nb.view import protocol as p
-from kernel_nb.view.widget import TraceViewer, _asset
+from kernel_nb.view.assets import asset
+from kernel_nb.view.widget import TraceViewer
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 MISSING = "not in this offline export; open the notebook in Jupyter"
@@ -107,15 +108,15 @@ def export_html(source: TraceViewer | Trace | Launch, *, max_bytes: int = DEFAUL
         if viewer is not source:
             viewer.close()
     payload = {
-        "esm": _asset("viewer.js"),
+        "esm": asset("viewer.js"),
         "state": state,
         "replies": {k: {"reply": c.reply, "buffers": c.buffers} for k, c in table.replies.items()},
         "missing": MISSING,
     }
     # In a <script> element only "</script" and "<!--" end or derail it; "\u003c" is "<" to JSON.
     data = json.dumps(payload, separators=(",", ":")).replace("<", "\\u003c")
-    css = _asset("viewer.css").replace("</", "<\\/")
-    js = _asset("offline.js").replace("</script", "<\\/script")
+    css = asset("viewer.css").replace("</", "<\\/")
+    js = asset("offline.js").replace("</script", "<\\/script")
     note = html.escape(_coverage_note(trace, table), quote=False)
     return (
         f'<div class="knb-offline" id="knb-offline-{uuid.uuid4().hex[:12]}">\n'

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +11,7 @@ import traitlets
 
 from kernel_nb.trace import Launch, Trace
 from kernel_nb.view import compare, dispatch, payloads, static
-
-
-def _asset(name: str) -> str:
-    """The text of a file of js/: packaged as `kernel_nb.static` in a wheel, beside the package in a checkout."""
-    try:
-        resource = resources.files("kernel_nb.static") / name
-        if resource.is_file():
-            return resource.read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
-        pass
-    return (Path(__file__).resolve().parents[2] / "js" / name).read_text(encoding="utf-8")
+from kernel_nb.view.assets import asset
 
 
 class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
@@ -37,8 +26,8 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
         trace: the trace to show (a single `Launch` is shown as a one-launch trace).
     """
 
-    _esm = _asset("viewer.js")
-    _css = _asset("viewer.css")
+    _esm = asset("viewer.js")
+    _css = asset("viewer.css")
 
     meta = traitlets.Dict().tag(sync=True)
     launch = traitlets.Int(0).tag(sync=True)

@@ -1,4 +1,4 @@
-"""End to end: %%tkernel interpret in a real JupyterLab, driven by headless Chromium."""
+"""End to end: %%tkernel interpret in a real JupyterLab and a real Notebook 7, driven by headless Chromium."""
 
 from __future__ import annotations
 
@@ -82,8 +82,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[str]:
+# The two front ends: the server command and the page that opens the notebook.
+APPS = {"lab": ("lab", "lab/tree/e2e.ipynb"), "notebook": ("notebook", "notebooks/e2e.ipynb")}
+IDLE = '.jp-Notebook-ExecutionIndicator[data-status="idle"]'
+
+
+@pytest.fixture(params=sorted(APPS))
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A Jupyter server of one front end on a free port; yields (its name, the notebook's URL)."""
+    name = request.param
+    command, page = APPS[name]
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing (make chromium installs it)")
     try:
@@ -93,9 +101,9 @@ def lab(tmp_path: Path) -> Iterator[str]:
     (tmp_path / "e2e.ipynb").write_text(json.dumps(notebook()))
     port = free_port()
     jupyter = Path(sys.executable).with_name("jupyter")
-    log = (tmp_path / "lab.log").open("w")
+    log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", "--ServerApp.token=", "--ServerApp.password=", f"--port={port}",
+        [str(jupyter), command, "--no-browser", "--ServerApp.token=", "--ServerApp.password=", f"--port={port}",
          "--ServerApp.ip=127.0.0.1", "--ServerApp.allow_root=True", f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None"],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
     )  # fmt: skip
@@ -107,9 +115,9 @@ def lab(tmp_path: Path) -> Iterator[str]:
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+                    pytest.fail(f"jupyter {command} did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
                 time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/lab/tree/e2e.ipynb"
+        yield name, f"http://127.0.0.1:{port}/{page}"
     finally:
         server.terminate()
         try:
@@ -119,7 +127,8 @@ def lab(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_tkernel_cell_shows_a_viewer_that_follows_the_pid(lab: str, artifacts: Path) -> None:
+def test_tkernel_cell_shows_a_viewer_that_follows_the_pid(app: tuple[str, str], artifacts: Path) -> None:
+    name, url = app
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -128,18 +137,18 @@ def test_tkernel_cell_shows_a_viewer_that_follows_the_pid(lab: str, artifacts: P
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1200})
             page.set_default_timeout(90_000)
-            page.goto(lab)
+            page.goto(url)
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             # JupyterLab may ask which kernel to start, even with the kernelspec in the metadata.
             with contextlib.suppress(PlaywrightTimeout):
                 page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
-            page.wait_for_selector("text=Python 3 (ipykernel) | Idle")
+            page.wait_for_selector(IDLE)
             page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
             page.locator('.lm-Menu-itemLabel:text-is("Run All Cells")').click()
             try:
                 page.wait_for_function(READY)
             except Exception:
-                page.screenshot(path=str(artifacts / "lab-e2e-failure.png"))
+                page.screenshot(path=str(artifacts / f"{name}-e2e-failure.png"))
                 outputs = page.locator(".jp-OutputArea").all_inner_texts()
                 raise AssertionError(f"no heatmap drawn; cell outputs: {outputs}") from None
             page.wait_for_function("document.querySelectorAll('canvas[data-role=\"buffer\"]').length === 3")
@@ -157,6 +166,6 @@ def test_tkernel_cell_shows_a_viewer_that_follows_the_pid(lab: str, artifacts: P
             # The last program runs 104 of its 128 lanes: its stored values end at 999 + 1.
             assert page.locator(".knb-stats td").nth(1).inner_text() == "1000"
             page.locator(".knb-viewer, .knb").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(artifacts / "lab-e2e.png"))
+            page.screenshot(path=str(artifacts / f"{name}-e2e.png"))
         finally:
             browser.close()
