@@ -15,12 +15,13 @@ Plain Python::
     with kernel_nb.gpu.interpret_with_ir() as session:    # %%tkernel interpret --ir (no GPU needed)
         add_kernel[grid](x, y, out, n, BLOCK=1024)
     print(session.trace[0].artifacts.stages["ptx"])
+    print(kernel_nb.gpu.find_missing())                   # None, or what this machine lacks for a GPU run
 
 Nothing here imports Jupyter, and CuPy is imported only when a device is asked for.
 """
 
 from kernel_nb.gpu.compile import CompileError, artifacts_of, compile_for_target
-from kernel_nb.gpu.device import GpuUnavailableError
+from kernel_nb.gpu.device import GpuUnavailableError, Missing, find_missing
 from kernel_nb.gpu.instrument import InstrumentError, ProbedKernel, instrument
 from kernel_nb.gpu.probe import ProbeRun, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuLaunchError, GpuTrace, launch_on_gpu
@@ -35,12 +36,14 @@ __all__ = [
     "GpuTrace",
     "GpuUnavailableError",
     "InstrumentError",
+    "Missing",
     "ProbeRun",
     "ProbedKernel",
     "artifacts_of",
     "compare",
     "compile_for_target",
     "divergence",
+    "find_missing",
     "instrument",
     "interpret_with_ir",
     "launch_on_gpu",

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import describe, stage
 from kernel_nb.trace import Artifacts
 
@@ -84,6 +85,7 @@ def compile_for_target(
     """Compile `kernel[grid](*args, **kwargs)` for `target` without running it (no GPU needed).
 
     Raises:
+        GpuUnavailableError: this Triton has no backend for the target.
         CompileError: Triton could not compile the kernel for the target.
     """
     import triton
@@ -93,6 +95,7 @@ def compile_for_target(
     jit = triton_compat.innermost_jit(kernel)
     staged = stage(describe(jit.fn, args, kwargs), device=None)
     gpu_target = parse_target(target)
+    gpu_device.require(need="compile", target=gpu_target.backend)
     backend = make_backend(gpu_target)
     options = dict(staged.kwargs)
     options.setdefault("debug", jit.debug)

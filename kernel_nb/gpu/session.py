@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -61,6 +62,9 @@ class GpuOptions:
             names programs (those), or when a buffer mismatches (the program that wrote its first
             mismatching element); True: always (program (0, 0, 0) when nothing else says which);
             False: never.
+        sources_dir: where the probed variants' source files are written and kept; None (the
+            default): a directory of this process, ``kernel-nb-XXXXXXXX`` in the temp directory,
+            removed when the process exits.
     """
 
     mode: Mode = "gpu"
@@ -71,6 +75,7 @@ class GpuOptions:
     target: str | None = None
     sass: bool = True
     divergence: bool | None = None
+    sources_dir: str | Path | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("gpu", "compare", "interpret"):
@@ -124,8 +129,11 @@ class GpuSession:
         jit = triton_compat.JIT_FUNCTION
         if getattr(jit.run, _ACTIVE_MARK, False):
             raise RuntimeError("a kernel_nb session is already active: sessions cannot be nested")
-        if self.gpu_options.mode != "interpret" and self._launcher == self._device_launcher:
-            gpu_device.require_device(self.gpu_options.device)  # fail before the cell runs, not in its middle
+        # fail before the cell runs, not in its middle
+        if self.gpu_options.mode == "interpret":
+            gpu_device.require(need="compile", target=self._target().split(":")[0])
+        elif self._launcher == self._device_launcher:
+            gpu_device.require(self.gpu_options.device)
         self._snapshot = NamespaceSnapshot([jit, triton_compat.AUTOTUNER])
         self._original_run = jit.run
         session = self
@@ -218,6 +226,7 @@ class GpuSession:
                     device=gpu_launch.device,
                     rtol=self.gpu_options.rtol,
                     atol=self.gpu_options.atol,
+                    sources_dir=self.gpu_options.sources_dir,
                 )
             finally:
                 arguments.restore(gpu)
@@ -252,9 +261,8 @@ class GpuSession:
     def _target(self) -> str:
         if self.gpu_options.target is not None:
             return self.gpu_options.target
-        if gpu_device.device_count() > self.gpu_options.device:
-            return f"cuda:{gpu_device.capability(self.gpu_options.device)}"
-        return DEFAULT_TARGET
+        own = gpu_device.capability(self.gpu_options.device)
+        return DEFAULT_TARGET if own is None else f"cuda:{own}"
 
 
 def compare_launch(

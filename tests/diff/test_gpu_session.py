@@ -11,6 +11,7 @@ import kernel_nb.gpu as gpu
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu.runner import GpuLaunch
 from tests.engine import kernels as k
+from tests.machine import FakeMachine
 
 
 def fake_gpu(perturb=None, fail=False):
@@ -145,31 +146,10 @@ def test_options_are_validated():
         gpu.GpuOptions(atol=-1.0)
 
 
-def test_no_cupy_is_a_clear_message(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
-    x, y, out = _inputs()
-    with pytest.raises(gpu.GpuUnavailableError) as caught, gpu.run():
-        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
-    assert str(caught.value).startswith(
-        "CuPy is not installed: %%tkernel gpu and %%tkernel compare run kernels on CuPy"
-    )
-    assert 'pip install "kernel-nb[gpu]"' in str(caught.value)
-    assert caught.value._render_traceback_() == [f"GpuUnavailableError: {caught.value}"]
-    assert not out.any()
-
-
-def test_no_driver_is_a_clear_message(monkeypatch):
-    class Runtime:
-        @staticmethod
-        def getDeviceCount():
-            raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
-
-    fake = type(sys)("cupy")
-    fake.cuda = type(sys)("cupy.cuda")
-    fake.cuda.runtime = Runtime
-    monkeypatch.setitem(sys.modules, "cupy", fake)
+def test_a_driver_that_does_not_start_is_a_clear_message(monkeypatch, tmp_path):
+    FakeMachine(init_status=999).install(monkeypatch, tmp_path)
     with pytest.raises(
-        gpu.GpuUnavailableError, match=r"^no usable CUDA driver \(RuntimeError: cudaErrorInsufficientDriver"
+        gpu.GpuUnavailableError, match=r"^the CUDA driver does not start \(CUDA_ERROR_UNKNOWN"
     ):
         gpu.compare().__enter__()
     assert not getattr(triton_compat.JIT_FUNCTION.run, "__kernel_nb_session__", False)

@@ -1,7 +1,5 @@
 """%%tkernel gpu / compare / interpret --ir in a real IPython shell, with the GPU side faked."""
 
-import sys
-
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
@@ -10,6 +8,7 @@ from IPython.core.interactiveshell import InteractiveShell
 import kernel_nb.gpu.device as gpu_device
 import kernel_nb.gpu.session as gpu_session
 from kernel_nb.gpu.runner import GpuLaunch
+from tests.machine import FakeMachine
 
 KERNELS = """\
 import numpy as np
@@ -49,7 +48,7 @@ def fake_gpu(monkeypatch):
         return GpuLaunch(index, "add_kernel", (4, 1, 1), f"fake GPU {device}", 0.0)
 
     monkeypatch.setattr(gpu_session, "launch_on_gpu", launch_on_gpu)
-    monkeypatch.setattr(gpu_device, "require_device", lambda device: None)
+    monkeypatch.setattr(gpu_device, "require", lambda device=0, **kwargs: None)
 
 
 def test_compare_prints_a_verdict_shows_the_viewer_and_a_figure(ip, fake_gpu, capsys):
@@ -102,8 +101,8 @@ def test_flag_errors(ip, line, message):
     assert not ip.user_ns["out"].any()
 
 
-def test_no_cupy_says_what_to_install(ip, monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", None)
+def test_no_cupy_says_what_to_install(ip, monkeypatch, tmp_path):
+    FakeMachine(cupy="missing").install(monkeypatch, tmp_path)
     result = ip.run_cell(f"%%tkernel gpu\n{ADD}")
     assert type(result.error_in_exec).__name__ == "GpuUnavailableError"
     assert 'pip install "kernel-nb[gpu]"' in str(result.error_in_exec)

@@ -1,0 +1,147 @@
+"""What a machine lacks for a compiled launch, found in the order a user can act on (kernel_nb.gpu.device)."""
+
+import numpy as np
+import pytest
+
+import kernel_nb.gpu as gpu
+import kernel_nb.gpu.device as gpu_device
+from kernel_nb.engine import triton_compat
+from tests.engine import kernels as k
+from tests.machine import FakeMachine, has_nvidia_gpu
+
+INSTEAD = (
+    "%%tkernel interpret runs the same cell on the CPU, and %%tkernel interpret --ir also shows the "
+    "TTIR, TTGIR, LLIR and PTX the GPU would run"
+)
+
+
+def missing_on(machine: FakeMachine, monkeypatch, tmp_path, **kwargs):
+    machine.install(monkeypatch, tmp_path)
+    return gpu_device.find_missing(**kwargs)
+
+
+def test_no_gpu_comes_first_even_without_cupy(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(pci_gpus=0, driver=False, cupy="missing"), monkeypatch, tmp_path)
+    assert found == gpu_device.Missing(
+        "gpu",
+        "no NVIDIA GPU on this machine: %%tkernel gpu and %%tkernel compare run the compiled kernel on one; "
+        + INSTEAD,
+    )
+
+
+def test_a_gpu_without_its_driver(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(driver=False, cupy="missing"), monkeypatch, tmp_path)
+    assert found is not None and found.piece == "driver"
+    assert found.message == (
+        "this machine has an NVIDIA GPU but no CUDA driver loads (libcuda.so.1: cannot open shared object "
+        "file: No such file or directory): install the NVIDIA driver (nvidia-smi then lists the GPU); "
+        "until then " + INSTEAD
+    )
+
+
+def test_a_driver_that_does_not_start(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(init_status=999), monkeypatch, tmp_path)
+    assert found is not None and found.piece == "driver"
+    assert found.message.startswith("the CUDA driver does not start (CUDA_ERROR_UNKNOWN (999)): check the")
+
+
+def test_a_driver_that_sees_no_device(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    found = missing_on(FakeMachine(init_status=100), monkeypatch, tmp_path)
+    assert found is not None and found.piece == "gpu"
+    assert found.message.startswith("the CUDA driver sees no GPU (CUDA_VISIBLE_DEVICES='' hides them?)")
+
+
+def test_cupy_missing_names_the_wheel_for_the_drivers_cuda(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(driver_version=13000, cupy="missing"), monkeypatch, tmp_path)
+    assert found == gpu_device.Missing(
+        "cupy",
+        "CuPy is not installed: %%tkernel gpu and %%tkernel compare run kernels on CuPy device arrays; "
+        'pip install "kernel-nb[gpu]" (CuPy for CUDA 12), or the wheel for this driver: '
+        "pip install cupy-cuda13x (this driver's CUDA is 13.0)",
+    )
+
+
+def test_cupy_that_does_not_load(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(cupy="broken"), monkeypatch, tmp_path)
+    assert found == gpu_device.Missing(
+        "cupy",
+        "CuPy is installed but does not load (RuntimeError: CuPy failed to load libnvrtc.so.13: cannot open "
+        "shared object file); install the CuPy wheel that matches the driver: pip install cupy-cuda12x "
+        "(this driver's CUDA is 12.4)",
+    )
+
+
+def test_cupy_built_for_a_newer_cuda_than_the_driver(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(cupy="old-driver"), monkeypatch, tmp_path)
+    assert found == gpu_device.Missing(
+        "cupy",
+        "CuPy does not run on this driver (RuntimeError: cudaErrorInsufficientDriver: CUDA driver version is "
+        "insufficient): the driver supports CUDA 12.4; install the CuPy wheel for it: pip install cupy-cuda12x",
+    )
+
+
+def test_a_device_number_past_the_last(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(capabilities=(90, 80)), monkeypatch, tmp_path, device=2)
+    assert found == gpu_device.Missing("device", "--device 2: this machine has 2 CUDA devices (0 to 1)")
+
+
+def test_a_triton_that_cannot_launch(monkeypatch, tmp_path):
+    found = missing_on(FakeMachine(triton_driver=False), monkeypatch, tmp_path)
+    assert found is not None and found.piece == "triton"
+    assert "finds no GPU driver it can launch on (RuntimeError: 0 active drivers" in found.message
+
+
+def test_everything_present(monkeypatch, tmp_path):
+    assert missing_on(FakeMachine(capabilities=(90, 80)), monkeypatch, tmp_path, device=1) is None
+    assert gpu_device.capability(1) == 80
+
+
+def test_compiling_needs_only_a_backend(monkeypatch, tmp_path):
+    # no GPU, no driver, no CuPy: --ir still compiles
+    assert (
+        missing_on(
+            FakeMachine(pci_gpus=0, driver=False, cupy="missing"), monkeypatch, tmp_path, need="compile"
+        )
+        is None
+    )
+    monkeypatch.setattr("triton.backends.backends", {})
+    found = gpu_device.find_missing(need="compile")
+    assert found is not None and found.piece == "triton"
+    assert (
+        "cannot compile for cuda: its nvidia backend is not installed (backends here: none)" in found.message
+    )
+
+
+@pytest.mark.parametrize("entry", ["run", "compare", "divergence"])
+def test_every_session_says_the_first_missing_piece_and_changes_nothing(entry, monkeypatch, tmp_path):
+    FakeMachine(cupy="missing").install(monkeypatch, tmp_path)
+    x = np.ones(100, np.float32)
+    out = np.zeros(100, np.float32)
+    with pytest.raises(gpu.GpuUnavailableError) as caught:
+        with getattr(gpu, entry)():
+            k.add_kernel[(1,)](x, x, out, 100, BLOCK=128)
+    assert caught.value.missing == "cupy" and str(caught.value).startswith("CuPy is not installed")
+    assert 'pip install "kernel-nb[gpu]"' in str(caught.value)
+    assert caught.value._render_traceback_() == [f"GpuUnavailableError: {caught.value}"]
+    assert not out.any()
+    assert not getattr(triton_compat.JIT_FUNCTION.run, "__kernel_nb_session__", False)
+
+
+def test_the_device_functions_say_it_too(monkeypatch, tmp_path):
+    FakeMachine(pci_gpus=0, driver=False, cupy="missing").install(monkeypatch, tmp_path)
+    x = np.ones(100, np.float32)
+    with pytest.raises(gpu.GpuUnavailableError, match=r"^no NVIDIA GPU on this machine"):
+        gpu.launch_on_gpu(
+            triton_compat.JIT_FUNCTION.run, k.add_kernel, (1,), (x, x, x, 100), {"BLOCK": 128}, index=0
+        )
+
+
+@pytest.mark.skipif(has_nvidia_gpu(), reason="this machine has an NVIDIA GPU")
+def test_the_real_message_on_this_machine_without_a_gpu():
+    assert gpu_device.find_missing() == gpu_device.Missing(
+        "gpu",
+        "no NVIDIA GPU on this machine: %%tkernel gpu and %%tkernel compare run the compiled kernel on one; "
+        + INSTEAD,
+    )
+    assert gpu_device.capability(0) is None
