@@ -28,7 +28,6 @@ import hashlib
 import inspect
 import math
 import os
-import tempfile
 import textwrap
 from collections import defaultdict, deque
 from collections.abc import Iterable
@@ -43,6 +42,7 @@ import triton.language as tl
 
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.rewrite import target_names
+from kernel_nb.gpu.generated import sources_directory
 from kernel_nb.gpu.precision import StatementFacts, facts_of
 from kernel_nb.trace import Launch, Pid, Record
 
@@ -159,7 +159,8 @@ def instrument(
         kernel: the launched kernel (a JITFunction, or an autotuner / heuristics around one).
         launch: its interpreted launch, whose records of `pids` give every logged value's type and shape.
         pids: the programs whose values are logged (each must have run in `launch`).
-        directory: where the generated files go (default: kernel_nb/instrumented under the temp dir).
+        directory: where the generated files go, and stay; default: this process's own directory,
+            removed when it exits (`kernel_nb.gpu.generated`).
 
     Raises:
         InstrumentError: a program did not run, the source is unavailable, or the layout is too large.
@@ -183,7 +184,7 @@ def instrument(
         )
     header = -(-4 * len(chosen) // 256) * 256
     layout = ProbeLayout(chosen, tuple(launch.linear(p) for p in chosen), header, capacity, points)
-    generator = _Generator(launch, layout, Path(directory) if directory else _default_directory())
+    generator = _Generator(launch, layout, sources_directory(directory))
     variant = generator.function(jit, kernel=True)
     return ProbedKernel(
         kernel=variant,
@@ -247,10 +248,6 @@ def _points(launch: Launch, records: dict[Pid, list[Record]]) -> tuple[dict[int,
         shape = next(iter(shapes[stmt])) if len(shapes[stmt]) == 1 else None
         points[stmt] = ProbePoint(stmt, storage, ENTRY_HEADER + -(-size // 8) * 8, shape, ranks.pop())
     return points, skipped
-
-
-def _default_directory() -> Path:
-    return Path(tempfile.gettempdir()) / "kernel_nb" / "instrumented"
 
 
 class _Generator:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -140,14 +141,16 @@ def locate_divergence(
     device: str = "",
     rtol: float | None = None,
     atol: float | None = None,
+    sources_dir: str | Path | None = None,
 ) -> Divergence:
     """Instrument `kernel` for `pids`, run the variant with `prober`, and compare with `launch`'s records.
 
     A failure to instrument or run the variant is reported in the result's `error`, not raised: the
-    launch itself has already run on both sides.
+    launch itself has already run on both sides. `sources_dir`: where the variant's source files
+    go (see `kernel_nb.gpu.generated`).
     """
     try:
-        probed = instrument(kernel, launch, pids)
+        probed = instrument(kernel, launch, pids, directory=sources_dir)
         result = prober(run, probed, grid, args, kwargs)
     except Exception as exc:  # the statement comparison is extra: the cell goes on without it
         return Divergence(launch.index, launch.kernel, device, error=f"{type(exc).__name__}: {exc}")
