@@ -36,7 +36,6 @@ from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_hooks import BatchGuard
 from kernel_nb.engine.batched_intervals import NeedsPrecise
 from kernel_nb.engine.run import LaunchContext
-from kernel_nb.errors import LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Pid
 
@@ -122,15 +121,9 @@ class BatchedRun(LaunchContext):
                     if progress is not None:
                         progress(done, len(order))
         except KeyboardInterrupt:
-            launch.status, launch.error = "interrupted", "interrupted"
             batch = getattr(self.recorder, "batch", None)
-            pid = batch[0] if batch else None  # the first program of the batch that was running
-            raise LaunchInterrupted(
-                f"{launch.kernel}: interrupted at pid={pid}; the arrays are unchanged",
-                kernel=launch.kernel,
-                pid=pid,
-                launch=launch,
-            ) from None
+            # the first program of the batch that was running
+            raise self._interrupted(batch[0] if batch else None) from None
         finally:
             engine._active = previous
         # groups split off by divergence finish out of order: list programs as the serial run does
@@ -173,6 +166,8 @@ class BatchedRun(LaunchContext):
         except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):
             raise
         except Exception as exc:  # the serial strategy reports it with the failing program's id
+            if self.engine.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
+                raise KeyboardInterrupt from exc
             raise BatchUnsupported(f"{type(exc).__name__} in a batch") from exc
         self.observations.merge(batch_observations)
         self.guard.commit_counts()

@@ -22,6 +22,7 @@ from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arith import ArithmeticHooks
 from kernel_nb.engine.capture import FunctionProbe, Recorder
 from kernel_nb.engine.hooks import MemoryGuard, frame_locator
+from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.rewrite import RewrittenFunction, shared_rewrite
 from kernel_nb.errors import KernelError, LaunchInterrupted
@@ -36,6 +37,7 @@ class Engine:
         self.options = options
         self._rewrites: dict[tuple[Any, bool, tuple[int, ...]], RewrittenFunction] = {}
         self._active: LaunchContext | None = None
+        self.interrupts = InterruptWatch()
 
     def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
         breakpoints = self.options.breakpoints if instrument else ()
@@ -73,7 +75,8 @@ class Engine:
         started = time.perf_counter()
         context: LaunchContext | None = None
         try:
-            context = self._run(fn, launch, bound, snapshot, order)
+            with self.interrupts:
+                context = self._run(fn, launch, bound, snapshot, order)
         finally:
             launch.duration_s = time.perf_counter() - started
             if context is not None:
@@ -266,14 +269,10 @@ class LaunchContext:
             self._fail(error)
             raise
         except KeyboardInterrupt:
-            launch.status, launch.error = "interrupted", "interrupted"
-            raise LaunchInterrupted(
-                f"{launch.kernel}: interrupted at pid={pid}; the arrays are unchanged",
-                kernel=launch.kernel,
-                pid=pid,
-                launch=launch,
-            ) from None
+            raise self._interrupted(pid) from None
         except Exception as exc:
+            if engine.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
+                raise self._interrupted(pid) from None
             file, line = _kernel_frame(exc, self.codes)
             where = f"{launch.kernel}:{line}" if line else launch.kernel
             pid_text = "" if pid is None else f" pid=({pid[0]},{pid[1]},{pid[2]})"
@@ -293,6 +292,16 @@ class LaunchContext:
                 checks.finish(launch, self.observations)
             if sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
                 signal.signal(signal.SIGINT, sigint)
+
+    def _interrupted(self, pid: Pid | None) -> LaunchInterrupted:
+        launch = self.launch
+        launch.status, launch.error = "interrupted", "interrupted"
+        return LaunchInterrupted(
+            f"{launch.kernel}: interrupted at pid={pid}; the arrays are unchanged",
+            kernel=launch.kernel,
+            pid=pid,
+            launch=launch,
+        )
 
     def _fail(self, error: KernelError) -> None:
         self.launch.status, self.launch.error = "error", error.message

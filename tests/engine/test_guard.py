@@ -1,11 +1,14 @@
 """The memory guard, kernel errors, device_assert, prints and interrupts."""
 
+import signal
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 
 import kernel_nb
 from tests.engine import kernels as k
@@ -120,6 +123,48 @@ def test_keyboard_interrupt_leaves_arrays_untouched(strategy):
     assert isinstance(info.value, KeyboardInterrupt)
     assert session.trace[0].status == "interrupted"
     assert calls == [1 if strategy == "serial" else 50]
+
+
+class _InterruptedLength:
+    """A shape whose length is asked of Python code, where Ctrl-C lands: numpy turns it into a TypeError."""
+
+    def __len__(self):
+        signal.raise_signal(signal.SIGINT)
+        return 1
+
+    def __getitem__(self, i):
+        if i > 0:
+            raise IndexError(i)
+        return 1
+
+
+def _interrupted_inside_numpy():
+    return np.empty(_InterruptedLength())
+
+
+@triton.jit
+def numpy_interrupted_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    if tl.program_id(0) == 3:
+        _interrupted_inside_numpy()  # plain Python, run by the interpreter
+    tl.store(out_ptr + offsets, x + 1)
+
+
+def test_an_interrupt_that_numpy_turns_into_a_type_error_still_interrupts(strategy):
+    with pytest.raises(TypeError, match="expected a sequence of integers"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _interrupted_inside_numpy()  # what numpy makes of it outside a launch
+    x = np.ones(64 * 8, np.float32)
+    out = np.full_like(x, 3.0)
+    with (
+        kernel_nb.interpret(strategy=strategy) as session,
+        pytest.raises(kernel_nb.LaunchInterrupted, match="numpy_interrupted_kernel: interrupted at pid="),
+    ):
+        numpy_interrupted_kernel[(8,)](x, out, BLOCK=64)
+    np.testing.assert_array_equal(out, 3.0)
+    assert session.trace[0].status == "interrupted"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_a_failing_progress_callback_is_not_reported_as_a_kernel_error():
