@@ -9,8 +9,13 @@ DEMO_STAMP := $(VENV)/.installed-demo
 VENV_ALT := .venv-triton36
 PY_ALT := $(VENV_ALT)/bin/python
 STAMP_ALT := $(VENV_ALT)/.installed
+# Triton's own language tests (make conformance): they need torch (CPU) and scipy.
+VENV_CONF := .venv-conformance
+PY_CONF := $(VENV_CONF)/bin/python
+STAMP_CONF := $(VENV_CONF)/.installed
+TRITON_TESTS ?= ../shared/triton-tests
 
-.PHONY: demo test test-fast test-alt lint lab bench chromium clean
+.PHONY: demo test test-fast test-alt lint lab bench chromium conformance clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,13 +38,21 @@ $(STAMP_ALT): pyproject.toml setup.py
 	$(PY_ALT) -m pip install -q ml_dtypes tqdm
 	touch $(STAMP_ALT)
 
+# torch==2.13.0 is the CPU build this machine keeps on disk; elsewhere pip may fetch a CUDA build.
+$(STAMP_CONF): pyproject.toml setup.py
+	test -x $(PY_CONF) || $(PYTHON) -m venv $(VENV_CONF)
+	$(PY_CONF) -m pip install -q --upgrade pip
+	$(PY_CONF) -m pip install -q "torch==2.13.0" pytest pytest-xdist pytest-timeout scipy
+	$(PY_CONF) -m pip install -q -e .
+	touch $(STAMP_CONF)
+
 # Debian's chromium drives the browser tests (Playwright is pointed at /usr/bin/chromium).
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check kernel_nb tests bench
-	$(VENV)/bin/ruff format --check kernel_nb tests bench
+	$(VENV)/bin/ruff check kernel_nb tests bench conformance setup.py
+	$(VENV)/bin/ruff format --check kernel_nb tests bench conformance setup.py
 	$(VENV)/bin/mypy
 
 test: $(STAMP) $(STAMP_ALT) chromium lint
@@ -53,6 +66,10 @@ demo: $(DEMO_STAMP)
 	@echo "== make demo [3/3]: running the notebooks headless"
 	$(PY) -m kernel_nb.demo
 
+# Triton's tests under stock TRITON_INTERPRET=1 and under kernel_nb, in one run, compared by test family.
+conformance: $(STAMP_CONF)
+	$(PY_CONF) -m conformance.run --tests $(TRITON_TESTS)
+
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
@@ -60,4 +77,4 @@ bench: $(STAMP)
 	$(PY) bench/bench_engine.py
 
 clean:
-	rm -rf $(VENV) $(VENV_ALT) build *.egg-info test-artifacts
+	rm -rf $(VENV) $(VENV_ALT) $(VENV_CONF) build *.egg-info test-artifacts
