@@ -115,7 +115,9 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, s
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"jupyter {command} did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
+                    pytest.fail(
+                        f"jupyter {command} did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}"
+                    )
                 time.sleep(0.5)
         yield name, f"http://127.0.0.1:{port}/{page}"
     finally:
