@@ -17,10 +17,15 @@ TRITON_TESTS ?= ../shared/triton-tests
 
 .PHONY: demo test test-fast test-alt lint lab bench chromium conformance clean
 
+# torch is optional for kernel_nb; the tests of its torch paths (tensors, triton.reinterpret,
+# TensorDescriptor) run with the CPU build this machine keeps on disk (elsewhere pip may fetch a CUDA build).
+TORCH ?= torch==2.13.0
+
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q "$(TORCH)"
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml setup.py
@@ -38,11 +43,10 @@ $(STAMP_ALT): pyproject.toml setup.py
 	$(PY_ALT) -m pip install -q ml_dtypes tqdm
 	touch $(STAMP_ALT)
 
-# torch==2.13.0 is the CPU build this machine keeps on disk; elsewhere pip may fetch a CUDA build.
 $(STAMP_CONF): pyproject.toml setup.py
 	test -x $(PY_CONF) || $(PYTHON) -m venv $(VENV_CONF)
 	$(PY_CONF) -m pip install -q --upgrade pip
-	$(PY_CONF) -m pip install -q "torch==2.13.0" pytest pytest-xdist pytest-timeout scipy
+	$(PY_CONF) -m pip install -q "$(TORCH)" pytest pytest-xdist pytest-timeout scipy
 	$(PY_CONF) -m pip install -q -e .
 	touch $(STAMP_CONF)
 

@@ -1,14 +1,23 @@
-"""Errors raised by interpreted launches. Each names the kernel, the line and the program id."""
+"""Errors raised by interpreted launches. Each names the kernel, the line and the program id.
+
+They are the classes Triton raises for the same failure, so code written against Triton catches
+them: every one is an `InterpreterError` (what TRITON_INTERPRET=1 raises, a `triton.TritonError`),
+and an error the compiler would have reported while compiling the kernel (a shape or type the
+language rejects, a name the kernel does not define) is also a `triton.CompilationError`.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from triton.compiler.errors import CompilationError
+from triton.runtime.errors import InterpreterError
+
 if TYPE_CHECKING:
     from kernel_nb.trace import Launch, Pid
 
 
-class KernelError(Exception):
+class KernelError(InterpreterError):
     """An error inside an interpreted kernel.
 
     Attributes:
@@ -30,14 +39,17 @@ class KernelError(Exception):
         launch: Launch | None = None,
         source_line: str | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
+        Exception.__init__(self, message)
+        self.message = self.error_message = message
         self.kernel = kernel
         self.file = file
         self.line = line
         self.pid = pid
         self.launch = launch
         self.source_line = source_line
+
+    def __str__(self) -> str:
+        return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, self.kernel, self.file, self.line, self.pid))
@@ -52,12 +64,24 @@ class KernelError(Exception):
         return lines
 
 
+class KernelCompileError(KernelError, CompilationError):
+    """An error Triton's compiler would have raised while compiling the kernel: the language refused
+    an operation (shapes, types, a failed static_assert), or the kernel's Python did not run."""
+
+    src = None  # CompilationError's source excerpt and AST node: the message carries the location
+    node = None
+
+
 class KernelMemoryError(KernelError, IndexError):
     """A load, store or atomic outside every argument buffer; it was refused, nothing was accessed."""
 
 
 class KernelAssertionError(KernelError, AssertionError):
     """A tl.device_assert (or tl.static_assert) failed."""
+
+
+class KernelDeadlockError(KernelError):
+    """The programs left in a launch all wait for memory that none of them will write."""
 
 
 class LaunchInterrupted(KeyboardInterrupt):

@@ -19,8 +19,11 @@ BITS_TYPES: dict[str, type] = {
     "fp8e5": ml_dtypes.float8_e5m2,
     "fp8e4b8": ml_dtypes.float8_e4m3fnuz,
     "fp8e5b16": ml_dtypes.float8_e5m2fnuz,
+    # fp8e4b15 (exponent bias 15, every encoding finite, 0x80 is -0) has no ml_dtypes type: it is
+    # e4m3b11fnuz scaled by 2**-4, with 0x80 read as -0 where that type reads NaN
     "fp8e4b15": ml_dtypes.float8_e4m3b11fnuz,
 }
+_B15_SCALE = np.float32(16.0)
 
 
 def is_bits_float(type_name: str) -> bool:
@@ -30,7 +33,11 @@ def is_bits_float(type_name: str) -> bool:
 
 def decode(bits: np.ndarray, type_name: str) -> np.ndarray:
     """Raw bf16/fp8 bits → float32 values."""
-    return np.asarray(bits).view(BITS_TYPES[type_name]).astype(np.float32)
+    raw = np.asarray(bits)
+    values = raw.view(BITS_TYPES[type_name]).astype(np.float32)
+    if type_name == "fp8e4b15":
+        values = np.where(raw.view(np.uint8) == 0x80, np.float32(-0.0), values / _B15_SCALE)
+    return values
 
 
 def encode(values: np.ndarray, type_name: str) -> np.ndarray:
@@ -39,8 +46,14 @@ def encode(values: np.ndarray, type_name: str) -> np.ndarray:
     Round to nearest even. bf16 keeps Inf and writes NaN as 0x7FFF. fp8 conversions saturate:
     out-of-range values and ±Inf become the largest finite value of that sign, NaN is 0x7F.
     """
-    target = BITS_TYPES[type_name]
     x = np.asarray(values, dtype=np.float32)
+    if type_name == "fp8e4b15":
+        bits = _encode_as(x * _B15_SCALE, BITS_TYPES[type_name])
+        return np.where((bits == 0) & np.signbit(x), np.uint8(0x80), bits).astype(np.uint8)
+    return _encode_as(x, BITS_TYPES[type_name])
+
+
+def _encode_as(x: np.ndarray, target: type) -> np.ndarray:
     nan = np.isnan(x)
     if np.dtype(target).itemsize == 2:
         bits = x.astype(target).view(np.uint16)
@@ -70,25 +83,64 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.nda
         a, b: float32 operands (already decoded from bf16/fp8 bits where needed).
         acc: the accumulator (float32 or the output type).
         precision: "tf32" (the default: operands truncated to tf32, products exact, fp32 sums),
-            "tf32x3" (each operand split into a tf32 high part and a tf32 low part, three
-            products: close to fp32), or "ieee" (fp32).
+            "tf32x3" (each operand split into a tf32 high part and a low part, three products),
+            "bf16x3" / "bf16x6" (each operand split into two / three bf16 parts, three / six
+            products), or "ieee" (fp32). The split forms follow Triton's F32DotTC pass: the
+            partial products of the low parts are summed first, their NaNs (an infinite operand's
+            low part) replaced by zero, then the product of the high parts, then `acc`.
     """
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
-    if precision == "tf32":
+    addend = acc.astype(np.float32, copy=False)
+    if precision in _SPLIT_PRODUCTS:
+        parts, pairs = _SPLIT_PRODUCTS[precision]
+        a_parts, b_parts = _split(a, parts, precision), _split(b, parts, precision)
+        small = None
+        for i, j in pairs:
+            term = np.matmul(a_parts[i], b_parts[j], dtype=np.float32)
+            small = term if small is None else np.add(small, term, dtype=np.float32)
+        assert small is not None
+        small = np.where(np.isnan(small), np.float32(0), small)
+        product = np.add(small, np.matmul(a_parts[0], b_parts[0], dtype=np.float32), dtype=np.float32)
+    elif precision == "tf32":
         product = np.matmul(truncate_to_tf32(a), truncate_to_tf32(b), dtype=np.float32)
-    elif precision == "tf32x3":
-        a_hi, b_hi = truncate_to_tf32(a), truncate_to_tf32(b)
-        a_lo, b_lo = truncate_to_tf32(a - a_hi), truncate_to_tf32(b - b_hi)
-        product = (
-            np.matmul(a_hi, b_lo, dtype=np.float32) + np.matmul(a_lo, b_hi, dtype=np.float32)
-        ) + np.matmul(a_hi, b_hi, dtype=np.float32)
     else:
         product = np.matmul(a, b, dtype=np.float32)
-    addend = acc.astype(np.float32, copy=False)
     fits = np.broadcast_shapes(product.shape, addend.shape) == product.shape
     product = np.add(product, addend, out=product if fits else None)
     return product if acc.dtype == np.float32 else product.astype(acc.dtype)
+
+
+# precision → (parts per operand, the (a part, b part) products before hi x hi, in Triton's order)
+_SPLIT_PRODUCTS = {
+    "tf32x3": (2, ((1, 0), (0, 1))),
+    "bf16x3": (2, ((1, 0), (0, 1))),
+    "bf16x6": (3, ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1))),
+}
+
+
+def _split(x: np.ndarray, parts: int, precision: str) -> list[np.ndarray]:
+    """x as `parts` values whose sum approximates it: each the rest so far rounded to the part's type
+    (tf32x3's high part by cvt.rna, round to nearest with ties away; bf16 parts by truncf, to nearest
+    even); the tensor cores then read each tf32 part by truncation."""
+    out, rest = [], x
+    for i in range(parts):
+        if precision == "tf32x3":
+            part = round_to_tf32(rest) if i == 0 else truncate_to_tf32(rest)
+        else:
+            part = rest.astype(ml_dtypes.bfloat16).astype(np.float32)
+        out.append(part)
+        with np.errstate(invalid="ignore"):
+            rest = np.subtract(rest, part, dtype=np.float32)
+    return out
+
+
+def round_to_tf32(x: np.ndarray) -> np.ndarray:
+    """fp32 → tf32 by cvt.rna (round to nearest, ties away from zero), kept as fp32."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    return np.where(special, bits, rounded).view(np.float32)
 
 
 def float_to_int(values: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:

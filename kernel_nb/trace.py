@@ -719,6 +719,9 @@ class Launch:
         snapshot: the launch's buffer arguments as they were before it ran (for replay).
         strategy: "batched" (programs run together) or "serial" (one after another).
         strategy_note: why the serial strategy ran, when it did.
+        turns: for programs that wait for each other (spin loops), the turns they took in order:
+            (pid, None) for a turn that ran to the program's end, (pid, line) for one that ended
+            waiting at that line; empty when programs ran one after another.
         artifacts: the compiled kernel's IR (`%%tkernel compare`, `%%tkernel interpret --ir`).
         comparison: the launch against its compiled run on the GPU (`%%tkernel compare`).
         divergence: statement by statement, where chosen programs first compute something else on
@@ -742,6 +745,7 @@ class Launch:
     snapshot: dict[str, np.ndarray] = field(default_factory=dict)
     strategy: str = "serial"
     strategy_note: str = ""
+    turns: list[tuple[Pid, int | None]] = field(default_factory=list)
     replayer: Callable[[Pid], ProgramTrace] | None = field(default=None, repr=False, compare=False)
     artifacts: Artifacts | None = field(default=None, repr=False)
     comparison: Comparison | None = field(default=None, repr=False)

@@ -70,6 +70,8 @@ class BufferArg:
     span_hi: int
     memory: Memory
     poisoned: bool = False
+    # the Triton element type, where `dtype` is only its storage (fp8e4b15, which numpy cannot name)
+    element: Any = None
 
     @property
     def ptr(self) -> int:
@@ -102,8 +104,14 @@ class BufferArg:
         raw = self.memory.copy[self.span_lo : self.span_hi]
         return raw.view(self.dtype)
 
+    @property
+    def tl_dtype(self) -> Any:
+        """The element type the kernel's pointer has."""
+        return self.element if self.element is not None else triton_compat.TL_DTYPES[self.dtype.name]
+
     def info(self) -> ArgumentInfo:
-        return ArgumentInfo(self.name, "buffer", str(self.dtype), self.shape, self.strides)
+        dtype = str(self.dtype) if self.element is None else str(self.element)
+        return ArgumentInfo(self.name, "buffer", dtype, self.shape, self.strides)
 
 
 class HostPointer:
@@ -208,6 +216,7 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
             span_hi=array.region[2] - memory.lo,
             memory=memory,
             poisoned=isinstance(leaf, PoisonedArray),
+            element=array.element,
         )
     values: dict[str, Any] = {}
     infos: list[ArgumentInfo] = []
@@ -230,6 +239,7 @@ class _Array:
     region: tuple[str, int, int]  # (space, lo, hi) in the caller's address space
     read: Callable[[], np.ndarray]
     write: Callable[[np.ndarray], None]
+    element: Any = None  # see BufferArg.element
 
 
 def _leaves(name: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -271,6 +281,8 @@ def _host_region(lo: int, hi: int) -> tuple[Callable[[], np.ndarray], Callable[[
 
 
 def _describe_array(path: str, value: Any) -> _Array | None:
+    if isinstance(value, triton_compat.TENSOR_WRAPPER):
+        return _describe_reinterpreted(path, value)
     if isinstance(value, np.ndarray):
         dtype = value.dtype
         if dtype.name not in triton_compat.TL_DTYPES:
@@ -294,6 +306,38 @@ def _describe_array(path: str, value: Any) -> _Array | None:
             f"argument {path}: {type(value).__name__} is not supported; pass a numpy array, a torch tensor or a CuPy array"
         )
     return None
+
+
+def _describe_reinterpreted(path: str, wrapper: Any) -> _Array:
+    """`triton.reinterpret(array, dtype)`: the array's memory, its elements read as `dtype`."""
+    base = _describe_array(f"{path} (reinterpreted)", wrapper.base)
+    if base is None:
+        raise ArgumentError(f"argument {path}: triton.reinterpret of a {type(wrapper.base).__name__}")
+    dtype, element = triton_compat.storage_of(wrapper.dtype)
+    if dtype is None:
+        raise ArgumentError(
+            f"argument {path}: triton.reinterpret as {wrapper.dtype}, which is not an element type"
+        )
+    shape, strides = base.shape, base.strides
+    if dtype.itemsize != base.dtype.itemsize:
+        # the same bytes counted in elements of the new size, as the compiled kernel's pointer counts them
+        nbytes = base.region[2] - base.region[1]
+        contiguous = strides == _contiguous_strides(shape)
+        if not contiguous or nbytes % dtype.itemsize:
+            raise ArgumentError(
+                f"argument {path}: triton.reinterpret from {base.dtype} to {wrapper.dtype} changes the element "
+                "size of a non-contiguous array"
+            )
+        shape, strides = (nbytes // dtype.itemsize,), (1,)
+    return _Array(dtype, shape, strides, base.ptr, base.region, base.read, base.write, element)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def _describe_torch(path: str, t: Any) -> _Array:
@@ -432,7 +476,7 @@ def _memory(
 def _convert(name: str, value: Any, buffers: dict[str, BufferArg]) -> Any:
     if name in buffers:
         arg = buffers[name]
-        return triton_compat.pointer_tensor(arg.ptr, triton_compat.TL_DTYPES[arg.dtype.name])
+        return triton_compat.pointer_tensor(arg.ptr, arg.tl_dtype)
     if value is None:
         return None
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):

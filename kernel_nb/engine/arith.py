@@ -24,6 +24,7 @@ from kernel_nb.engine.hooks import Locator
 _OVERFLOW_OPS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
 RowOf = Callable[[Any], np.ndarray]
 _SHIFT_OPS = (np.left_shift, np.right_shift)
+_BITWISE = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, *_SHIFT_OPS)
 
 
 class ArithmeticHooks:
@@ -56,8 +57,9 @@ class ArithmeticHooks:
             "create_idiv",
             "create_dot",
             "create_ashr",
+            "create_dot_scaled",
         )
-        originals = {name: getattr(builder, name) for name in names}
+        originals = {name: getattr(builder, name) for name in names if hasattr(builder, name)}
         hooks = {
             "binary_op": lambda lhs, rhs, op: self.binary_op(originals["binary_op"], lhs, rhs, op),
             "unary_op": lambda arg, op: self.unary_op(originals["unary_op"], arg, op),
@@ -70,20 +72,55 @@ class ArithmeticHooks:
                 originals["create_dot"], a, b, d, precision, *rest
             ),
             "create_ashr": lambda lhs, rhs: self.shift(originals["create_ashr"], lhs, rhs),
+            "create_dot_scaled": lambda *args: self.dot_scaled(originals["create_dot_scaled"], *args),
         }
+        hooks = {name: hook for name, hook in hooks.items() if name in originals}
         for name, hook in hooks.items():
             setattr(builder, name, hook)
         try:
-            yield
+            with self._stepwise_bits_reductions():
+                yield
         finally:
             for name in hooks:
                 delattr(builder, name)
+
+    @contextmanager
+    def _stepwise_bits_reductions(self) -> Iterator[None]:
+        """Reductions and scans of bf16/fp8 values combine step by step, each step rounded as the GPU
+        rounds it, instead of one numpy call on the raw bits (a bf16 cumsum of [1, 2, 3, 4] would
+        add bit patterns)."""
+        if not self.faithful:
+            yield
+            return
+        spaces = [triton_compat.tl, triton_compat.tl.core]
+        saved = {
+            (space, name): getattr(space, name) for space in spaces for name in ("reduce", "associative_scan")
+        }
+        numpy_combines = triton_compat.numpy_combines()
+
+        def stepwise(original: Any) -> Any:
+            def call(input: Any, axis: Any, combine_fn: Any, *args: Any, **kwargs: Any) -> Any:
+                values = input if isinstance(input, tuple) else (input,)
+                if combine_fn in numpy_combines and any(_holds_bits(v) for v in values):
+                    combine_fn = _Stepwise(combine_fn)
+                return original(input, axis, combine_fn, *args, **kwargs)
+
+            return call
+
+        for (space, name), original in saved.items():
+            setattr(space, name, stepwise(original))
+        try:
+            yield
+        finally:
+            for (space, name), original in saved.items():
+                setattr(space, name, original)
 
     # -- integer operations ---------------------------------------------------------------------
 
     def binary_op(self, original: Any, lhs: Any, rhs: Any, op: Any) -> Any:
         type_name = str(lhs.dtype.scalar)
-        if self.faithful and numerics.is_bits_float(type_name):
+        # bitwise operations on bf16/fp8 (tl.abs of fp8 clears the sign bit) act on the raw bits
+        if self.faithful and numerics.is_bits_float(type_name) and op not in _BITWISE:
             a, b = numerics.decode(lhs.data, type_name), numerics.decode(rhs.data, type_name)
             with np.errstate(all="ignore"):
                 result = op(a, b)
@@ -241,6 +278,34 @@ class ArithmeticHooks:
             result = numerics.dot(a_values, b_values, numerics.decode(d.data, d_name), mode)
             return triton_compat.TensorHandle(numerics.encode(result, d_name), d.dtype.scalar)
         return triton_compat.TensorHandle(numerics.dot(a_values, b_values, d.data, mode), d.dtype.scalar)
+
+    def dot_scaled(self, original: Any, *args: Any) -> Any:
+        """tl.dot_scaled with fp8 operands decoded exactly (the GPU reads e5m2 subnormals as such)."""
+        if not self.faithful or len(args) != 10:  # the layout of 3.9's builder method
+            return original(*args)
+        lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, _fast_math, lhs_k_pack, rhs_k_pack, acc = args
+        compute = triton_compat.dot_scaled_compute_type(lhs_format, rhs_format)
+
+        def decode(handle: Any) -> np.ndarray:
+            name = str(handle.dtype.scalar)
+            return numerics.decode(handle.data, name) if numerics.is_bits_float(name) else handle.data
+
+        a = triton_compat.dot_scaled_operand(lhs, lhs_scale, lhs_format, lhs_k_pack, compute, False, decode)
+        b = triton_compat.dot_scaled_operand(rhs, rhs_scale, rhs_format, rhs_k_pack, compute, True, decode)
+        with np.errstate(all="ignore"):
+            result = (np.matmul(a, b) + acc.data).astype(np.float32)
+        return triton_compat.TensorHandle(result, triton_compat.tl.float32)
+
+
+class _Stepwise:
+    """A combine function the interpreter does not recognise, so it combines step by step."""
+
+    def __init__(self, combine_fn: Any) -> None:
+        self.fn = combine_fn.fn
+
+
+def _holds_bits(value: Any) -> bool:
+    return triton_compat.is_tensor(value) and numerics.is_bits_float(str(value.dtype.scalar))
 
 
 _BOOL_EXACT = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_and, np.logical_or, np.logical_xor)

@@ -36,6 +36,7 @@ from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_hooks import BatchGuard
 from kernel_nb.engine.batched_intervals import NeedsPrecise
 from kernel_nb.engine.run import LaunchContext
+from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
 from kernel_nb.trace import Pid
 
@@ -60,7 +61,7 @@ def unsupported_reason(fn: Callable[..., Any], options: Options) -> str | None:
     for marker in _SERIAL_ONLY:
         if marker in source:
             return f"the kernel calls {marker.rstrip('(')}"
-    return None
+    return waits(fn)
 
 
 class BatchedRun(LaunchContext):

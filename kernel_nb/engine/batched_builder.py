@@ -306,7 +306,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     def _all_lanes(ptr: Any) -> Any:
         return TensorHandle(np.broadcast_to(np.True_, shape_of(ptr)), tl.int1)
 
-    def create_masked_load(self, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+    def create_masked_load(self, ptrs: Any, mask: Any, other: Any, *rest: Any, **options: Any) -> Any:
         mask = self._only_active(mask)
         b = _leading(ptrs.data, mask.data, other.data if other is not None else ptrs.data)
         full = (b, *ptrs.data.shape[1:])
@@ -314,20 +314,22 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         mask = TensorHandle(_full(mask.data, full), mask.dtype)
         if other is not None:
             other = TensorHandle(_full(other.data, full), other.dtype)
-        return super().create_masked_load(ptrs, mask, other, *rest)
+        return super().create_masked_load(ptrs, mask, other, *rest, **options)
 
-    def create_masked_store(self, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+    def create_masked_store(self, ptrs: Any, value: Any, mask: Any, *rest: Any, **options: Any) -> Any:
         mask = self._only_active(mask)
         b = _leading(ptrs.data, value.data, mask.data)
         full = (b, *ptrs.data.shape[1:])
         ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
         value = TensorHandle(_full(value.data, full), value.dtype)
         mask = TensorHandle(_full(mask.data, full), mask.dtype)
-        return super().create_masked_store(ptrs, value, mask, *rest)
+        return super().create_masked_store(ptrs, value, mask, *rest, **options)
 
     def create_atomic_rmw(self, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
-        # program by program, in launch order: each program sees the previous programs' results
-        b = _leading(ptr.data, val.data, mask.data)
+        # program by program, in launch order: each program sees the previous programs' results.
+        # Every program of the batch makes its atomic, also where pointer and value are the same in
+        # all of them (held once, with a leading axis of 1).
+        b = max(_leading(ptr.data, val.data, mask.data), len(self.pids))
         return self._per_program(
             b,
             ptr,
@@ -336,7 +338,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         )
 
     def create_atomic_cas(self, ptr: Any, cmp: Any, val: Any, *rest: Any) -> Any:
-        b = _leading(ptr.data, cmp.data, val.data)
+        b = max(_leading(ptr.data, cmp.data, val.data), len(self.pids))
         return self._per_program(
             b, ptr, lambda row: super(BatchedBuilder, self).create_atomic_cas(*row, *rest), (ptr, cmp, val)
         )

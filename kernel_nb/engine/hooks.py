@@ -9,6 +9,7 @@ instead, so nothing is accessed.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +20,7 @@ from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.capture import Recorder
+from kernel_nb.engine.waiting import Turns
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
 from kernel_nb.trace import BufferMap, Launch, MemoryEvent, Severity
 
@@ -50,6 +52,7 @@ class MemoryGuard:
         self._plain_writer = ElementArrays(sizes)
         self.observations: Observations | None = None
         self.initialised: dict[str, np.ndarray] = {}  # poisoned buffers: which elements were written
+        self.turns: Turns | None = None  # programs that may wait for each other take turns
         for b in buffers:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
                 continue
@@ -308,6 +311,15 @@ class MemoryGuard:
         result = atomic()
         return before, result, triton_compat.raw_load(addresses, active, dtype)
 
+    def _note_change(self, before: Any, after: Any, returned: Any = None) -> None:
+        """Tell the turns of waiting programs that memory changed, or that an atomic polled it."""
+        if self.turns is None:
+            return
+        if after is not None and np.asarray(before).tobytes() != np.asarray(after).tobytes():
+            self.turns.changed()
+        elif returned is not None:
+            self.turns.polled(self.locate(), returned)
+
     def assertion_failed(self) -> None:
         """Called before a failed device_assert raises (the batched strategy reruns serially)."""
 
@@ -326,7 +338,9 @@ class MemoryGuard:
                 triton_compat.ASSERT_METHOD,
                 triton_compat.PLAIN_LOAD_METHOD,
                 triton_compat.PLAIN_STORE_METHOD,
+                triton_compat.ATOMIC_POLL_METHOD,
             )
+            if hasattr(builder, name)
         }
         load = originals[triton_compat.LOAD_METHOD]
         store = originals[triton_compat.STORE_METHOD]
@@ -335,63 +349,81 @@ class MemoryGuard:
 
         unmasked = [False]  # set while tl.load / tl.store without mask= runs (for the error's advice)
 
-        def plain_load(*args: Any) -> Any:
+        # 3.9's descriptor loads pass cache_policy= and is_volatile= by keyword: every hook passes
+        # keywords on as they came
+        def plain_load(*args: Any, **options: Any) -> Any:
             unmasked[0] = True
             try:
-                return originals[triton_compat.PLAIN_LOAD_METHOD](*args)
+                return originals[triton_compat.PLAIN_LOAD_METHOD](*args, **options)
             finally:
                 unmasked[0] = False
 
-        def plain_store(*args: Any) -> Any:
+        def plain_store(*args: Any, **options: Any) -> Any:
             unmasked[0] = True
             try:
-                return originals[triton_compat.PLAIN_STORE_METHOD](*args)
+                return originals[triton_compat.PLAIN_STORE_METHOD](*args, **options)
             finally:
                 unmasked[0] = False
 
-        def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, mask)
             self.check("load", ptrs, addresses, active, unmasked[0])
             self.before_read(addresses, active)
-            result = self.load(lambda: load(ptrs, mask, other, *rest), ptrs, other)
+            result = self.load(lambda: load(ptrs, mask, other, *rest, **options), ptrs, other)
             self.event("load", addresses, active, result.data, reads=True)
+            if self.turns is not None:
+                self.turns.polled(self.locate(), result.data)
             return result
 
-        def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, mask)
             self.check("store", ptrs, addresses, active, unmasked[0])
             dtype = triton_compat.pointer_element_np(ptrs)
             before, result, after = self.store(
-                lambda: store(ptrs, value, mask, *rest), addresses, active, dtype, value
+                lambda: store(ptrs, value, mask, *rest, **options), addresses, active, dtype, value
             )
             self.after_write(addresses, active, before, after, plain=True)
             self.event("store", addresses, active, after, before, writes=True)
+            self._note_change(before, after)
             return result
 
-        def atomic_rmw(op: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        def atomic_rmw(op: Any, ptrs: Any, value: Any, mask: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, mask, value)
             name = f"atomic_{triton_compat.rmw_op_name(op)}"
             self.check(name, ptrs, addresses, active)
             dtype = triton_compat.pointer_element_np(ptrs)
             self.before_read(addresses, active, atomic=True)
             before, result, after = self.around(
-                addresses, active, dtype, lambda: rmw(op, ptrs, value, mask, *rest)
+                addresses, active, dtype, lambda: rmw(op, ptrs, value, mask, *rest, **options)
             )
             self.after_write(addresses, active, before, after, plain=False)
             self.event(name, addresses, active, after, before, reads=True, writes=True)
+            self._note_change(before, after, result.data)
             return result
 
-        def atomic_cas(ptrs: Any, cmp: Any, value: Any, *rest: Any) -> Any:
+        def atomic_cas(ptrs: Any, cmp: Any, value: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, None, cmp, value)
             self.check("atomic_cas", ptrs, addresses, active)
             dtype = triton_compat.pointer_element_np(ptrs)
             self.before_read(addresses, active, atomic=True)
             before, result, after = self.around(
-                addresses, active, dtype, lambda: cas(ptrs, cmp, value, *rest)
+                addresses, active, dtype, lambda: cas(ptrs, cmp, value, *rest, **options)
             )
             self.after_write(addresses, active, before, after, plain=False)
             self.event("atomic_cas", addresses, active, after, before, reads=True, writes=True)
+            self._note_change(before, after, result.data)
             return result
+
+        def atomic_poll(ptrs: Any, expected: Any, timeout: Any, *rest: Any) -> Any:
+            # each round a volatile load of every element, checked and recorded like any load; a
+            # program waiting for another gives its turn away there (see waiting.Turns)
+            limit = triton_compat.poll_timeout_ns(timeout)
+            started = time.perf_counter_ns()
+            while True:
+                values = getattr(builder, triton_compat.PLAIN_LOAD_METHOD)(ptrs, None, True)
+                matched = np.asarray(values.data) == np.asarray(expected.data)
+                if matched.all() or (limit is not None and time.perf_counter_ns() - started >= limit):
+                    return triton_compat.TensorHandle(matched, triton_compat.tl.int1)
 
         def device_assert(condition: Any, message: Any, *rest: Any) -> None:
             held = np.asarray(condition.data)
@@ -419,7 +451,9 @@ class MemoryGuard:
             triton_compat.ASSERT_METHOD: device_assert,
             triton_compat.PLAIN_LOAD_METHOD: plain_load,
             triton_compat.PLAIN_STORE_METHOD: plain_store,
+            triton_compat.ATOMIC_POLL_METHOD: atomic_poll,
         }
+        hooks = {name: hook for name, hook in hooks.items() if name in originals}
         had_own = {name: name in vars(builder) for name in hooks}
         for name, hook in hooks.items():
             setattr(builder, name, hook)

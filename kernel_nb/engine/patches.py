@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import bits_atomics, triton_compat
 
 _MISSING = object()
 
@@ -35,6 +35,12 @@ class NamespaceSnapshot:
                         setattr(space, name, value)
 
 
+def _libdevice(symbol: str, args: list[Any], element: Any) -> Any:
+    from kernel_nb.engine import libdevice
+
+    return libdevice.evaluate(symbol, args, triton_compat.np_dtype(element))
+
+
 @contextmanager
 def interpreter_scope(call_helper: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]) -> Iterator[Any]:
     """Route triton.language to the interpreter and @triton.jit helper calls to `call_helper`.
@@ -50,12 +56,24 @@ def interpreter_scope(call_helper: Callable[[Any, tuple[Any, ...], dict[str, Any
     def routed_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         return call_helper(self, args, kwargs)
 
+    def bound_to_value(self: Any, obj: Any, owner: Any = None) -> Any:
+        # x.sum(): a @triton.jit function that is a member of tl.tensor takes the tensor first, as
+        # the compiler's BoundJITMethod does
+        if obj is None or not triton_compat.is_value(obj):
+            return self
+        return lambda *args, **kwargs: call_helper(self, (obj, *args), kwargs)
+
+    builder_cls = triton_compat.InterpreterBuilder
+    native_rmw = builder_cls.create_atomic_rmw
     try:
-        undo_language = triton_compat.patch_language()
+        undo_language = triton_compat.patch_language(extern=_libdevice)
+        builder_cls.create_atomic_rmw = bits_atomics.with_bits_types(native_rmw)
         jit_cls.__call__ = routed_call
+        jit_cls.__get__ = bound_to_value
         triton_compat.set_debug(b)
         yield b
     finally:
         b.options = old_options
+        builder_cls.create_atomic_rmw = native_rmw
         undo_language()
         snapshot.restore()

@@ -55,9 +55,10 @@ class RewrittenFunction:
 
     def bind(self, fn_globals: dict[str, Any], probe: Any) -> Callable[..., Any]:
         """The function, defined in a private copy of its globals with the probe and Triton's names."""
-        namespace = dict(fn_globals)
+        # libdevice stubs imported by name become the backend's functions, as the compiler maps them
+        namespace = {name: triton_compat.libdevice_global(value) for name, value in fn_globals.items()}
         namespace.update(triton_compat.rewrite_globals())
-        namespace.update(self.closure)
+        namespace.update((name, triton_compat.libdevice_global(value)) for name, value in self.closure)
         namespace[PROBE] = probe
         exec(self.code, namespace)
         return namespace[self.name]
@@ -67,23 +68,27 @@ class SourceUnavailableError(RuntimeError):
     """The function has no source that `inspect` can find."""
 
 
-_SHARED: OrderedDict[tuple[types.CodeType, bool, tuple[int, ...]], RewrittenFunction] = OrderedDict()
+_SHARED: OrderedDict[tuple[Any, ...], RewrittenFunction] = OrderedDict()
 _SHARED_LIMIT = 256
 
 
 def shared_rewrite(
-    fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()
+    fn: Callable[..., Any],
+    *,
+    instrument: bool,
+    breakpoints: tuple[int, ...] = (),
+    source: tuple[str, int] | None = None,
 ) -> RewrittenFunction:
     """`rewrite`, kept across sessions for functions without a closure: a code object stands for
     one source, and every `%%tkernel` cell opens a new session that would otherwise parse and
     compile the kernel and Triton's own helpers again. A closure's cells may hold other values on
     another call, so such functions are rewritten each time."""
     if fn.__closure__:
-        return rewrite(fn, instrument=instrument, breakpoints=breakpoints)
-    key = (fn.__code__, instrument, breakpoints)
+        return rewrite(fn, instrument=instrument, breakpoints=breakpoints, source=source)
+    key = (fn.__code__, instrument, breakpoints, source)
     found = _SHARED.get(key)
     if found is None:
-        found = _SHARED[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints)
+        found = _SHARED[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints, source=source)
         if len(_SHARED) > _SHARED_LIMIT:
             _SHARED.popitem(last=False)
     else:
@@ -92,7 +97,11 @@ def shared_rewrite(
 
 
 def rewrite(
-    fn: Callable[..., Any], *, instrument: bool, breakpoints: tuple[int, ...] = ()
+    fn: Callable[..., Any],
+    *,
+    instrument: bool,
+    breakpoints: tuple[int, ...] = (),
+    source: tuple[str, int] | None = None,
 ) -> RewrittenFunction:
     """Parse and rewrite a kernel or helper function.
 
@@ -100,6 +109,8 @@ def rewrite(
         fn: the Python function under the @triton.jit.
         instrument: insert statement records and loop counters.
         breakpoints: file line numbers before whose statements the probe's `brk` is called.
+        source: the text to rewrite instead of the function's own, and the file line it starts on
+            (a JITFunction's source replaced by `_unsafe_update_src`, which is what Triton compiles).
 
     Returns:
         The compiled function and its statement table.
@@ -108,12 +119,15 @@ def rewrite(
         SourceUnavailableError: the source cannot be read (e.g. a function built with exec).
     """
     try:
-        lines, start = inspect.getsourcelines(fn)
+        if source is None:
+            lines, start = inspect.getsourcelines(fn)
+        else:
+            lines, start = source[0].splitlines(keepends=True), source[1]
         file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(f"{fn.__name__}: cannot read its source ({exc})") from exc
-    source = textwrap.dedent("".join(lines))
-    tree = ast.parse(source)
+    text = textwrap.dedent("".join(lines))
+    tree = ast.parse(text)
     fdef = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
     fdef.decorator_list = []
     tree.body = [fdef]

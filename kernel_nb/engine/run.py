@@ -11,6 +11,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,8 @@ from kernel_nb.engine.hooks import MemoryGuard, frame_locator
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.rewrite import RewrittenFunction, shared_rewrite
-from kernel_nb.errors import KernelError, LaunchInterrupted
+from kernel_nb.engine.waiting import Deadlock, Turns, waits
+from kernel_nb.errors import KernelCompileError, KernelDeadlockError, KernelError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, ProgramTrace, SourceInfo, Statement
 
@@ -35,16 +37,29 @@ class Engine:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self._rewrites: dict[tuple[Any, bool, tuple[int, ...]], RewrittenFunction] = {}
+        self._rewrites: dict[tuple[Any, ...], RewrittenFunction] = {}
         self._active: LaunchContext | None = None
         self.interrupts = InterruptWatch()
+        # sources that JITFunctions were given by _unsafe_update_src, by the function under them
+        self.sources: dict[Callable[..., Any], tuple[str, int]] = {}
 
     def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
         breakpoints = self.options.breakpoints if instrument else ()
-        key = (fn.__code__, instrument, breakpoints)
+        source = self.sources.get(fn)
+        key = (fn.__code__, instrument, breakpoints, source)
         if key not in self._rewrites:
-            self._rewrites[key] = shared_rewrite(fn, instrument=instrument, breakpoints=breakpoints)
+            self._rewrites[key] = shared_rewrite(
+                fn, instrument=instrument, breakpoints=breakpoints, source=source
+            )
         return self._rewrites[key]
+
+    def note_source(self, jit: Any) -> None:
+        """Remember the source `jit` compiles when `_unsafe_update_src` replaced its function's own."""
+        updated = triton_compat.updated_source(jit)
+        if updated is None:
+            self.sources.pop(jit.fn, None)
+        else:
+            self.sources[jit.fn] = updated
 
     def launch(
         self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int
@@ -59,7 +74,9 @@ class Engine:
                 the caller's arrays are unchanged and the error's `launch` holds what was recorded.
             LaunchInterrupted: Ctrl-C; the caller's arrays are unchanged.
         """
-        fn = triton_compat.innermost_jit(kernel).fn
+        jit = triton_compat.innermost_jit(kernel)
+        self.note_source(jit)
+        fn = jit.fn
         bound = bind(fn, args, kwargs)
         bound.poison(self.options.poison)
         launch = Launch(
@@ -137,12 +154,13 @@ class Engine:
         """Run one program again from the launch's input snapshot, keeping all its values.
 
         Programs that read what other programs of the launch wrote see the inputs instead (the race
-        detector reports such launches).
+        detector reports such launches). Programs that wait for each other cannot run alone: the
+        whole launch runs again, in turns, keeping the values of `pid` only.
         """
         bound.restore(snapshot)
-        context = LaunchContext(self, fn, launch, bound, replay=True)
-        context.run([pid])
-        return context.recorder.program
+        context = LaunchContext(self, fn, launch, bound, replay=True, replay_pid=pid)
+        context.run(_program_order(launch.grid, self.options) if context.turns is not None else [pid])
+        return launch.programs[pid]
 
     def call_helper(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A @triton.jit function called from inside an interpreted kernel."""
@@ -158,6 +176,7 @@ class LaunchContext:
     launch: Launch
     bound: BoundArguments
     replay: bool = False
+    replay_pid: Pid | None = None  # the program a replay is for (programs in turns all run again)
     codes: set[Any] = field(default_factory=set)
     functions: dict[Any, Callable[..., Any]] = field(default_factory=dict)
 
@@ -189,6 +208,9 @@ class LaunchContext:
         self.arith = ArithmeticHooks(
             self.recorder, self.locate, self.observations, faithful=options.numerics == "gpu", detect=detect
         )
+        # a kernel that may wait for another program runs its programs in turns
+        self.turns = Turns(self.locate) if waits(self.fn) else None
+        self.guard.turns = self.turns
 
     def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` rewritten and bound to this launch (user functions instrumented, Triton's own not)."""
@@ -228,6 +250,8 @@ class LaunchContext:
 
     def call(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fn = jit_fn.fn
+        if fn not in self.functions:
+            self.engine.note_source(jit_fn)
         target = self.function(fn)
         if fn.__module__.startswith("triton."):
             return target(*args, **kwargs)
@@ -252,17 +276,32 @@ class LaunchContext:
                 kernel = self.function(self.fn)
                 values = self.bound.values
                 triton_compat.set_grid(b, launch.grid)
-                for done, pid in enumerate(order):
-                    triton_compat.set_program(b, pid)
-                    program = self.recorder.begin(pid, force_keep=self.replay)
+
+                def run_program(program_id: Pid) -> None:
+                    nonlocal pid
+                    pid = program_id
+                    triton_compat.set_program(b, program_id)
+                    wanted = not self.replay or program_id == self.replay_pid
+                    program = self.recorder.begin(program_id, force_keep=self.replay and wanted)
                     tee.parts = []
                     try:
                         kernel(**values)
                     finally:
                         program.stdout = "".join(tee.parts)
-                        launch.programs[pid] = program
-                    if progress is not None:
-                        _report_progress(progress, done + 1, len(order))
+                        if wanted:
+                            launch.programs[program_id] = program
+
+                if self.turns is None:
+                    for done, program_id in enumerate(order):
+                        run_program(program_id)
+                        if progress is not None:
+                            _report_progress(progress, done + 1, len(order))
+                else:
+                    self._take_turns(run_program, tee, order, progress)
+        except Deadlock as stuck:
+            error = self._deadlock(stuck)
+            self._fail(error)
+            raise error from None
         except _CallbackError as failed:
             raise failed.error from None
         except KernelError as error:
@@ -276,7 +315,8 @@ class LaunchContext:
             file, line = _kernel_frame(exc, self.codes)
             where = f"{launch.kernel}:{line}" if line else launch.kernel
             pid_text = "" if pid is None else f" pid=({pid[0]},{pid[1]},{pid[2]})"
-            wrapped = KernelError(
+            kind = KernelCompileError if _compile_time(exc, self.codes) else KernelError
+            wrapped = kind(
                 f"{where}{pid_text}: {type(exc).__name__}: {exc}",
                 kernel=launch.kernel,
                 file=file,
@@ -292,6 +332,58 @@ class LaunchContext:
                 checks.finish(launch, self.observations)
             if sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
                 signal.signal(signal.SIGINT, sigint)
+
+    def _take_turns(
+        self,
+        run_program: Callable[[Pid], None],
+        tee: _Tee,
+        order: list[Pid],
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        """Run the programs in turns (see `waiting.Turns`): each turn's recorder, prints and program
+        id are put aside while the others run."""
+        assert self.turns is not None
+        recorder, b = self.recorder, triton_compat.builder()
+
+        def save() -> Any:
+            return (recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts)
+
+        def restore(state: Any) -> None:
+            recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts = state
+            triton_compat.set_program(b, recorder.program.pid)
+
+        report = None if progress is None else (lambda done: _report_progress(progress, done, len(order)))
+        try:
+            self.turns.run(order, run_program, save, restore, report)
+        finally:
+            if not self.replay:  # a replay's turns are the launch's again
+                self._note_turns(self.turns.turns)
+
+    def _note_turns(self, turns: list[Any]) -> None:
+        self.launch.turns = [(t.pid, t.line) for t in turns]
+        waited = sum(t.line is not None for t in turns)
+        if waited:
+            self.launch.strategy_note = f"programs took turns: {waited} waited for another program" + (
+                "" if waited == 1 else "s"
+            )
+
+    def _deadlock(self, stuck: Deadlock) -> KernelError:
+        launch = self.launch
+        shown = [
+            f"({p[0]},{p[1]},{p[2]}) at line {line}" for p, (_file, line) in list(stuck.waiting.items())[:6]
+        ]
+        more = f" and {len(stuck.waiting) - 6} more" if len(stuck.waiting) > 6 else ""
+        first_pid, (file, line) = next(iter(stuck.waiting.items()))
+        return KernelDeadlockError(
+            f"{launch.kernel}:{line}: deadlock: {len(stuck.waiting)} program"
+            f"{'s' * (len(stuck.waiting) != 1)} wait for memory that no program of the launch will "
+            f"write ({', '.join(shown)}{more}; {stuck.finished} finished); on the GPU they would spin "
+            "forever",
+            kernel=launch.kernel,
+            file=file or None,
+            line=line or None,
+            pid=first_pid,
+        )
 
     def _interrupted(self, pid: Pid | None) -> LaunchInterrupted:
         launch = self.launch
@@ -358,6 +450,25 @@ def _kernel_frame(exc: BaseException, codes: set[Any]) -> tuple[str | None, int 
             found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
     return found
+
+
+_LANGUAGE = triton_compat.LANGUAGE_DIR
+_MACHINERY = (str(Path(__file__).resolve().parents[1]), triton_compat.RUNTIME_DIR)
+
+
+def _compile_time(exc: BaseException, codes: set[Any]) -> bool:
+    """Whether Triton's compiler would have raised `exc` while compiling: it comes from the kernel's
+    own Python or from triton.language's checks, not from the interpreter's or kernel_nb's machinery
+    (which stand in for the GPU at run time, where a compiled kernel raises nothing)."""
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        file = tb.tb_frame.f_code.co_filename
+        if tb.tb_frame.f_code in codes or file.startswith(_LANGUAGE):
+            last = True
+        elif file.startswith(_MACHINERY):
+            last = False
+        tb = tb.tb_next
+    return bool(last)
 
 
 def _alive(owner: weakref.ref[Launch]) -> Launch:

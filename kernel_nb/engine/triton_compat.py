@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
+import textwrap
 import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import triton
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Heuristics
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import JITFunction, TensorWrapper
 
 SUPPORTED = ((3, 4), (3, 9))
 
@@ -51,12 +54,15 @@ def _interpreter_module() -> types.ModuleType:
 _interp = _interpreter_module()
 TensorHandle = _require(_interp, "TensorHandle")
 InterpreterBuilder = _require(_interp, "InterpreterBuilder")
-InterpreterError = (
-    _require(_interp, "InterpreterError") if hasattr(_interp, "InterpreterError") else RuntimeError
-)
+
+# Where the language's front end and the interpreter's machinery live (to tell their frames apart).
+LANGUAGE_DIR = str(Path(str(tl.__file__)).resolve().parent)
+RUNTIME_DIR = str(Path(str(_interp.__file__)).resolve().parent)
 
 # The public classes whose methods a session replaces (and restores).
 JIT_FUNCTION = JITFunction
+# What triton.reinterpret(tensor, dtype) returns: `.base` and `.dtype` (a Triton element type).
+TENSOR_WRAPPER = TensorWrapper
 AUTOTUNER = Autotuner
 HEURISTICS = Heuristics
 
@@ -69,6 +75,14 @@ ATOMIC_CAS_METHOD = "create_atomic_cas"
 ASSERT_METHOD = "create_assert"
 PLAIN_LOAD_METHOD = "create_load"  # tl.load without mask=; calls create_masked_load
 PLAIN_STORE_METHOD = "create_store"
+ATOMIC_POLL_METHOD = "create_atomic_poll"  # 3.9: tl.atomic_poll
+
+
+def poll_timeout_ns(timeout: Any) -> int | None:
+    """create_atomic_poll's timeout in ns; None for none (3.9 passes an empty ir.value() then, which
+    its interpreter mistakes for a timeout)."""
+    data = getattr(timeout, "data", None)
+    return None if data is None else int(np.asarray(data).reshape(-1)[0])
 
 
 def plain_load(builder: Any, ptr: Any, mask: Any, rest: tuple[Any, ...]) -> Any:
@@ -150,12 +164,20 @@ def set_debug(b: Any) -> Any:
 
     Triton's int32 overflow sanitizer, which debug mode also enables, stays off: it would raise on
     the wrapping arithmetic of hash-style kernels that compiled code performs without complaint.
+    The dot input precisions are the CUDA backend's (bf16x3 and bf16x6 too, where Triton has them),
+    since kernel_nb computes each as the GPU does.
     """
     old = b.options
     fields = {f for f in getattr(type(old), "__dataclass_fields__", {})}
-    changes = {"debug": True}
+    changes: dict[str, Any] = {"debug": True}
     if "sanitize_overflow" in fields:
         changes["sanitize_overflow"] = False
+    if "allowed_dot_input_precisions" in fields:
+        from triton._C.libtriton import ir
+
+        known = {name.lower() for name in ir.INPUT_PRECISION.__members__}
+        wanted = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
+        changes["allowed_dot_input_precisions"] = tuple(p for p in wanted if p in known)
     import dataclasses
 
     b.options = dataclasses.replace(old, **changes)
@@ -170,11 +192,19 @@ def set_program(b: Any, pid: tuple[int, int, int]) -> None:
     b.set_grid_idx(*pid)
 
 
-def patch_language() -> Callable[[], None]:
+# extern(symbol, argument arrays, result element type) -> the result array
+Extern = Callable[[str, list[np.ndarray], Any], np.ndarray]
+# The module the compiler swaps for the backend's libdevice (CUDABackend.get_module_map), and that one.
+LIBDEVICE_STUBS = "triton.language.extra.libdevice"
+LIBDEVICE_CUDA = "triton.language.extra.cuda.libdevice"
+
+
+def patch_language(extern: Extern | None = None) -> Callable[[], None]:
     """Route triton.language to the interpreter; returns the function that undoes it.
 
     `_patch_lang` looks for `tl` / `tl.core` among a function's globals, so it is handed a stub that
     has both. Before 3.6 it returns no scope; the session's namespace snapshot restores those versions.
+    With `extern`, libdevice runs too (see `_patch_libdevice`); the snapshot undoes that.
     """
     patch = _require(_interp, "_patch_lang")
 
@@ -185,8 +215,72 @@ def patch_language() -> Callable[[], None]:
     probe = types.FunctionType(stub.__code__, stub_globals, "kernel_nb_language_probe")
     scope = patch(probe)
     _patch_index(tl.tensor)
+    if extern is not None:
+        _patch_libdevice(extern)
     restore = getattr(scope, "restore", None)
     return restore if callable(restore) else (lambda: None)
+
+
+def libdevice_modules() -> tuple[types.ModuleType, types.ModuleType]:
+    """triton.language.extra.libdevice (the stubs) and its CUDA implementation."""
+    import importlib
+
+    return importlib.import_module(LIBDEVICE_STUBS), importlib.import_module(LIBDEVICE_CUDA)
+
+
+def _patch_libdevice(extern: Extern) -> None:
+    """Make libdevice calls run: as the compiler does, the stub module's functions become the CUDA
+    module's (`core.extern` functions), which are given the interpreter's semantic like the rest of
+    the language; their `extern_elementwise` dispatch computes each symbol with `extern`."""
+    stubs, cuda = libdevice_modules()
+    for name, member in list(vars(cuda).items()):
+        if tl.core.is_builtin(member):
+            setattr(cuda, name, _with_semantic(member))
+    for name, member in list(vars(stubs).items()):
+        if isinstance(member, types.FunctionType) and member.__module__ == LIBDEVICE_STUBS:
+            setattr(stubs, name, getattr(cuda, name, _no_cuda_function(name)))
+    dispatch = tl.core.dispatch
+
+    def dispatch_here(
+        func: Any, lib_name: Any, lib_path: Any, args: Any, table: Any, ret_type: Any, *rest: Any
+    ) -> Any:
+        element = getattr(ret_type, "scalar", ret_type)
+
+        def call(lib: Any, path: Any, symbol: str, handles: list[Any], ir_type: Any, pure: Any) -> Any:
+            data = [np.asarray(h.data) for h in handles]
+            return TensorHandle(extern(symbol, data, element), element)
+
+        return dispatch(call, lib_name, lib_path, args, table, ret_type, *rest)
+
+    tl.core.dispatch = dispatch_here
+
+
+def _with_semantic(member: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("_semantic", None)
+        return member(*args, **kwargs, _semantic=semantic())
+
+    call.__name__ = getattr(member, "__name__", "libdevice_function")
+    return call
+
+
+def _no_cuda_function(name: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise AttributeError(
+            f"libdevice.{name} has no CUDA implementation in triton {triton.__version__} "
+            f"({LIBDEVICE_CUDA} lacks it): the compiler rejects it too"
+        )
+
+    return missing
+
+
+def libdevice_global(value: Any) -> Any:
+    """What the compiler puts in place of a kernel's global: a libdevice stub function imported by
+    name (`from triton.language.extra.libdevice import tanh`) becomes the CUDA module's."""
+    if isinstance(value, types.FunctionType) and value.__module__ == LIBDEVICE_STUBS:
+        stubs, _ = libdevice_modules()
+        return getattr(stubs, value.__name__, value)
+    return value
 
 
 def _patch_index(tensor_cls: type) -> None:
@@ -205,6 +299,7 @@ def language_namespaces() -> list[Any]:
     standard = getattr(tl, "standard", None)
     if standard is not None:
         spaces.append(standard)
+    spaces.extend(libdevice_modules())
     return spaces
 
 
@@ -248,9 +343,35 @@ def implicit_convert(value: Any) -> Any:
 
 
 def make_tuple(original: Any, items: Iterable[Any]) -> Any:
-    create = getattr(_interp, "_tuple_create", None)
+    """A tuple argument's converted items, in a tuple of the original's kind: a named tuple keeps its
+    class; any other tuple subclass (torch.Size of a tensor's shape) becomes a plain tuple, as the
+    compiler sees it, since its class may refuse tensors as items."""
     items = list(items)
-    return create(original, items) if create is not None else tuple(items)
+    if hasattr(original, "_fields"):
+        return type(original)(*items)
+    return tuple(items)
+
+
+def numpy_combines() -> tuple[Any, ...]:
+    """The combine functions of tl.standard that the interpreter's reductions and scans (and the
+    batched builder's) compute with one numpy call instead of combining step by step."""
+    standard = tl.standard
+    names = (
+        "_sum_combine",
+        "_prod_combine",
+        "_elementwise_max",
+        "_elementwise_min",
+        "_argmax_combine_tie_break_left",
+        "_argmax_combine_tie_break_fast",
+        "_argmin_combine_tie_break_left",
+        "_argmin_combine_tie_break_fast",
+    )
+    return tuple(getattr(standard, name) for name in names if hasattr(standard, name))
+
+
+def is_value(value: Any) -> bool:
+    """A Triton value (a tensor, a tuple of tensors, a descriptor) rather than a Python object."""
+    return isinstance(value, tl.core.base_value)
 
 
 def is_tensor(value: Any) -> bool:
@@ -293,6 +414,53 @@ def jit_source_function(jit_fn: Any) -> Callable[..., Any]:
     while not isinstance(fn, types.FunctionType):
         fn = fn.fn
     return fn
+
+
+def dot_scaled_operand(
+    value: Any,
+    scale: Any,
+    fmt: Any,
+    k_pack: bool,
+    compute: Any,
+    is_rhs: bool,
+    decode: Callable[[Any], np.ndarray],
+) -> np.ndarray:
+    """An operand of 3.9's `create_dot_scaled` as float32, scaled, as the interpreter prepares it, with
+    fp8 values decoded by `decode(handle)` instead of the interpreter's upcast (which reads e5m2
+    subnormals as zero). e2m1 (fp4, two per byte) and the e8m0 scales are decoded as the
+    interpreter does."""
+    from triton._C.libtriton import ir
+
+    if fmt == ir.ScaleDotElemTypeTY.E2M1:
+        axis = (-2 if k_pack else -1) if is_rhs else (-1 if k_pack else -2)
+        data = _require(_interp, "_unpack_e2m1")(value.data, axis)
+    else:
+        data = decode(value)
+    if scale is None:
+        return data
+    factor = data.shape[-2 if is_rhs else -1] // scale.data.shape[-1]
+    scales = np.repeat(_require(_interp, "_dot_scaled_scale_to_f32")(scale, compute), factor, axis=-1)
+    return data * (np.swapaxes(scales, -1, -2) if is_rhs else scales)
+
+
+def dot_scaled_compute_type(lhs_format: Any, rhs_format: Any) -> Any:
+    """The type the interpreter (and the GPU's emulation) upcasts dot_scaled operands to."""
+    from triton._C.libtriton import ir
+
+    return tl.float16 if ir.ScaleDotElemTypeTY.FP16 in (lhs_format, rhs_format) else tl.bfloat16
+
+
+def updated_source(jit: Any) -> tuple[str, int] | None:
+    """The source a JITFunction was given by `_unsafe_update_src`, and the file line its `def` is on;
+    None while it compiles its function's own source."""
+    src, raw = getattr(jit, "src", None), getattr(jit, "raw_src", None)
+    if not isinstance(src, str) or raw is None:
+        return None
+    own = textwrap.dedent("".join(raw))
+    found = re.search(r"^def\s+\w+\s*\(", own, re.MULTILINE)
+    if found is None or src == own[found.start() :]:
+        return None
+    return src, int(jit.starting_line_number) + own[: found.start()].count("\n")
 
 
 def innermost_jit(kernel: Any) -> Any:
@@ -349,4 +517,19 @@ TL_DTYPES: dict[str, Any] = {
     "bfloat16": tl.bfloat16,
     "float8_e4m3fn": tl.float8e4nv,
     "float8_e5m2": tl.float8e5,
+    "float8_e4m3fnuz": tl.float8e4b8,
+    "float8_e5m2fnuz": tl.float8e5b16,
 }
+
+
+def storage_of(element: Any) -> tuple[np.dtype | None, Any]:
+    """The numpy dtype an array of Triton element type `element` is held in, and the element type
+    itself where numpy has no name for it (fp8e4b15 is held as uint8); (None, None) for a non-element."""
+    import ml_dtypes
+
+    for name, known in TL_DTYPES.items():
+        if known == element:
+            return np.dtype(getattr(ml_dtypes, name, name)), None
+    if isinstance(element, tl.dtype) and element.is_fp8():
+        return np.dtype(np.uint8), element
+    return None, None

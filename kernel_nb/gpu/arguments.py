@@ -29,13 +29,14 @@ _FAKE_STRIDE = 1 << 34
 
 
 class DevicePointer:
-    """What a compiled kernel receives for an array in device memory: an address and a numpy dtype.
+    """What a compiled kernel receives for an array in device memory: an address and a dtype (numpy's,
+    or a Triton element type for a reinterpreted array).
 
     Triton reads only `data_ptr()` and `dtype` (whose `str()` names the element type); `owner`
     keeps the memory alive while the launch runs.
     """
 
-    def __init__(self, address: int, dtype: np.dtype, owner: Any = None) -> None:
+    def __init__(self, address: int, dtype: Any, owner: Any = None) -> None:
         self.address = address
         self.dtype = dtype
         self.owner = owner
@@ -71,6 +72,7 @@ class ArrayLeaf:
     hi: int
     space: str
     value: Any
+    element: Any = None  # the Triton element type of a triton.reinterpret argument
 
 
 @dataclass(eq=False)
@@ -207,9 +209,11 @@ def stage(arguments: Arguments, device: int | None) -> Staged:
         region = arguments.region_of(leaf)
         if region.space == "host":
             base, owner = bases[id(region)]
-            replaced[leaf.name] = DevicePointer(base + leaf.ptr - region.lo, leaf.dtype, owner)
+            replaced[leaf.name] = DevicePointer(
+                base + leaf.ptr - region.lo, leaf.element or leaf.dtype, owner
+            )
         elif type(leaf.value).__module__.split(".")[0] == "cupy":
-            replaced[leaf.name] = DevicePointer(leaf.ptr, leaf.dtype, leaf.value)
+            replaced[leaf.name] = DevicePointer(leaf.ptr, leaf.element or leaf.dtype, leaf.value)
         else:
             replaced[leaf.name] = leaf.value
     bound = arguments.bound
@@ -246,6 +250,8 @@ def _is_descriptor(value: Any) -> bool:
 
 
 def _describe(path: str, value: Any) -> ArrayLeaf | None:
+    if isinstance(value, triton_compat.TENSOR_WRAPPER):
+        return _reinterpreted(path, value)
     if isinstance(value, np.ndarray):
         return _leaf(path, value, value.dtype, value.shape, value.strides, int(value.ctypes.data), "host")
     module = type(value).__module__.split(".")[0]
@@ -266,6 +272,24 @@ def _describe(path: str, value: Any) -> ArrayLeaf | None:
             f"argument {path}: {type(value).__name__} is not supported; pass a numpy array, a torch tensor or a CuPy array"
         )
     return None
+
+
+def _reinterpreted(path: str, wrapper: Any) -> ArrayLeaf:
+    """triton.reinterpret(array, dtype): the array's memory, its elements of type `dtype`; passed on
+    as it is where it lives on the device, else staged and pointed to with that type."""
+    base = _describe(path, wrapper.base)
+    dtype, element = triton_compat.storage_of(wrapper.dtype)
+    if base is None or dtype is None:
+        raise TypeError(
+            f"argument {path}: triton.reinterpret of {type(wrapper.base).__name__} as {wrapper.dtype}"
+        )
+    shape: tuple[int, ...] = base.shape
+    strides: tuple[int, ...] = base.strides
+    if dtype.itemsize != base.dtype.itemsize:
+        shape, strides = ((base.hi - base.lo) // dtype.itemsize,), (1,)
+    return dataclasses.replace(
+        base, dtype=dtype, shape=shape, strides=strides, value=wrapper, element=element or wrapper.dtype
+    )
 
 
 def _leaf(

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from triton.errors import TritonError
+
 from kernel_nb.engine import triton_compat
-from kernel_nb.errors import KernelError
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import describe, stage
 from kernel_nb.gpu.compile import artifacts_of
@@ -19,11 +20,16 @@ from kernel_nb.trace import Artifacts
 RunFunction = Callable[..., Any]
 
 
-class GpuLaunchError(KernelError):
+class GpuLaunchError(TritonError):
     """A compiled launch failed (compile error, launch error, a fault on the device).
 
     The caller's host arrays are unchanged: results are copied back only after a successful launch.
     """
+
+    def __init__(self, message: str, *, kernel: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kernel = kernel
 
 
 @dataclass

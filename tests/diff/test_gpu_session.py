@@ -164,3 +164,12 @@ def test_gpu_package_imports_without_jupyter():
         "assert not [m for m in sys.modules if m.startswith(('IPython', 'ipywidgets', 'anywidget')) and sys.modules[m]]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reinterpreted_arguments_compile_with_their_new_type():
+    from triton.runtime.jit import TensorWrapper
+
+    wrapper = TensorWrapper.__new__(TensorWrapper)
+    wrapper.base, wrapper.dtype = np.zeros(64, np.int8), tl.float8e5
+    artifacts = gpu.compile_for_target(k.copy_kernel, (wrapper, wrapper, 64), {"BLOCK": 64}, sass=False)
+    assert "!tt.ptr<f8E5M2>" in artifacts.stages["ttir"]

@@ -385,3 +385,21 @@ def overflow_in_masked_loop_kernel(out_ptr, BLOCK: tl.constexpr):
     for _ in range(2 * pid + 1):
         value = value * 1000
     tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), value)
+
+
+@triton.jit
+def shared_counter_kernel(x_ptr, acc_ptr, BLOCK: tl.constexpr):
+    # pointers and values the same in every program: each program still adds its own share
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    tl.atomic_add(acc_ptr + offsets % 2, x)
+
+
+@triton.jit
+def scan_and_reduce_kernel(x_ptr, scan_ptr, max_ptr, min_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    tl.store(scan_ptr + offsets, tl.cumsum(x, axis=0))
+    tl.store(max_ptr + pid, tl.max(x, axis=0))
+    tl.store(min_ptr + pid, tl.min(x, axis=0))

@@ -240,3 +240,33 @@ def test_torch_cpu_tensors():
     with kernel_nb.interpret():
         k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
     assert torch.equal(out, x + y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_every_program_adds_to_a_shared_counter(rng, dtype):
+    x = rng.standard_normal(8).astype(np.float32).astype(dtype)
+    acc = np.zeros(2, dtype)
+    with kernel_nb.interpret():
+        k.shared_counter_kernel[(5,)](x, acc, BLOCK=8)
+    expected = np.zeros(2, dtype)
+    for _program in range(5):
+        for lane in range(8):  # one add after another, each rounded to the element type
+            expected[lane % 2] = (np.float32(expected[lane % 2]) + np.float32(x[lane])).astype(dtype)
+    np.testing.assert_array_equal(acc, expected)
+
+
+def test_bf16_scans_and_reductions_combine_values_not_bits(rng):
+    x = rng.standard_normal((3, 32)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    scan = np.zeros_like(x)
+    top, bottom = np.zeros(3, ml_dtypes.bfloat16), np.zeros(3, ml_dtypes.bfloat16)
+    with kernel_nb.interpret():
+        k.scan_and_reduce_kernel[(3,)](x, scan, top, bottom, BLOCK=32)
+    expected = np.zeros_like(x)
+    for row in range(3):
+        running = ml_dtypes.bfloat16(0)
+        for i in range(32):  # each step of the scan rounded to bf16, as the GPU's combine is
+            running = (np.float32(running) + np.float32(x[row, i])).astype(ml_dtypes.bfloat16)
+            expected[row, i] = running
+    np.testing.assert_array_equal(scan, expected)
+    np.testing.assert_array_equal(top, x.max(axis=1))
+    np.testing.assert_array_equal(bottom, x.min(axis=1))

@@ -92,8 +92,13 @@ def test_bf16_arithmetic_matches_the_gpu_bit_for_bit():
     np.testing.assert_array_equal(total, results[0].astype(np.float32))
 
 
-@pytest.mark.parametrize("precision, tolerance", [("tf32", 2e-6), ("tf32x3", 1e-6), ("ieee", 1e-6)])
+PRECISIONS = [("tf32", 2e-6), ("tf32x3", 1e-6), ("ieee", 1e-6), ("bf16x3", 1e-6), ("bf16x6", 1e-6)]
+
+
+@pytest.mark.parametrize("precision, tolerance", PRECISIONS)
 def test_dot_honours_input_precision(precision, tolerance):
+    if f"dot_{precision}" not in GPU:
+        pytest.skip(f"fixtures/gpu_numerics.npz has no {precision} dot (made before it was measured)")
     a, b = GPU["dot_a"], GPU["dot_b"]
     c = np.zeros((64, 64), np.float32)
     with kernel_nb.interpret():
@@ -105,6 +110,35 @@ def test_dot_honours_input_precision(precision, tolerance):
     assert np.linalg.norm(c - gpu) / scale < tolerance
     if precision == "tf32":
         assert np.linalg.norm(c - reference) / scale > 1e-4  # tf32's error is really there
+
+
+@pytest.mark.parametrize("precision", [p for p, _ in PRECISIONS])
+def test_split_precisions_keep_infinities_where_the_gpu_does(precision):
+    if f"dot_special_{precision}" not in GPU:
+        pytest.skip(f"fixtures/gpu_numerics.npz has no {precision} dot of infinities")
+    a, b = GPU["dot_special_a"], GPU["dot_special_b"]
+    c = np.zeros((64, 64), np.float32)
+    with kernel_nb.interpret():
+        nk.dot_kernel[(1,)](a, b, c, N=64, PRECISION=precision)
+    gpu = GPU[f"dot_special_{precision}"]
+    np.testing.assert_array_equal(np.isnan(c), np.isnan(gpu))
+    np.testing.assert_array_equal(np.isinf(c) * np.sign(c), np.isinf(gpu) * np.sign(gpu))
+    finite = np.isfinite(gpu)
+    assert np.abs(c[finite] - gpu[finite]).max() / np.abs(gpu[finite]).max() < 1e-5
+
+
+def test_bf16_split_dots_are_close_to_fp32():
+    a, b = GPU["dot_a"], GPU["dot_b"]
+    reference = a.astype(np.float64) @ b
+    scale = np.linalg.norm(reference)
+    errors = {}
+    for precision in ("bf16x3", "bf16x6"):
+        c = np.zeros((64, 64), np.float32)
+        with kernel_nb.interpret():
+            nk.dot_kernel[(1,)](a, b, c, N=64, PRECISION=precision)
+        errors[precision] = np.linalg.norm(c - reference) / scale
+    # three bf16 products reach about 2**-16 relative error, six about fp32's 2**-24
+    assert 1e-7 < errors["bf16x3"] < 1e-4 and errors["bf16x6"] < 1e-6
 
 
 def test_default_dot_is_tf32_and_stock_is_exact():

@@ -91,12 +91,17 @@ def main(path: str) -> None:
     da = rng.standard_normal((n, n)).astype(np.float32)
     db = rng.standard_normal((n, n)).astype(np.float32)
     out["dot_a"], out["dot_b"] = da, db
-    for precision in ("tf32", "tf32x3", "ieee"):
-        c = torch.zeros((n, n), device="cuda")
-        dot_kernel[(1,)](
-            torch.from_numpy(da).cuda(), torch.from_numpy(db).cuda(), c, N=n, PRECISION=precision
-        )
-        out[f"dot_{precision}"] = c.cpu().numpy()
+    # the same operands with infinities and NaNs: split precisions zero their low parts' NaNs
+    sa, sb = da.copy(), db.copy()
+    sa[3, 5], sa[7, :4], sb[2, 9], sb[11, 11] = np.inf, -np.inf, np.inf, np.nan
+    out["dot_special_a"], out["dot_special_b"] = sa, sb
+    for precision in ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"):
+        for label, (pa, pb) in (("dot", (da, db)), ("dot_special", (sa, sb))):
+            c = torch.zeros((n, n), device="cuda")
+            dot_kernel[(1,)](
+                torch.from_numpy(pa).cuda(), torch.from_numpy(pb).cuda(), c, N=n, PRECISION=precision
+            )
+            out[f"{label}_{precision}"] = c.cpu().numpy()
     out["device"] = np.array(torch.cuda.get_device_name())
     out["triton"] = np.array(triton.__version__)
     np.savez(path, **out)
