@@ -40,7 +40,7 @@ $(STAMP_ALT): pyproject.toml setup.py
 	$(PY_ALT) -m pip install -q --upgrade pip
 	$(PY_ALT) -m pip install -q "triton==3.6.0" "numpy>=2.4" pytest pytest-timeout
 	$(PY_ALT) -m pip install -q --no-deps -e .
-	$(PY_ALT) -m pip install -q ml_dtypes tqdm
+	$(PY_ALT) -m pip install -q ml_dtypes tqdm "$(TORCH)"
 	touch $(STAMP_ALT)
 
 $(STAMP_CONF): pyproject.toml setup.py

@@ -337,6 +337,22 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
             (ptr, val, mask),
         )
 
+    # Tensor descriptors: the interpreter's own methods, over a descriptor that makes one block of
+    # pointers per program; its loads and stores go through this builder's (and the guard's) hooks.
+    def create_make_tensor_descriptor(
+        self, base: Any, shape: Any, strides: Any, block: Any, *rest: Any
+    ) -> Any:
+        desc = triton_compat.TensorDescHandle(base, shape, strides, block, *rest[1:])
+        batched = _BatchedDescriptor(desc)
+        batched.validate()
+        return batched
+
+    def create_descriptor_load(self, desc: Any, indices: Any, *rest: Any) -> Any:
+        return super().create_descriptor_load(_BatchedDescriptor(desc), indices, *rest)
+
+    def create_descriptor_store(self, desc: Any, value: Any, indices: Any, *rest: Any) -> Any:
+        return super().create_descriptor_store(_BatchedDescriptor(desc), value, indices, *rest)
+
     def create_atomic_cas(self, ptr: Any, cmp: Any, val: Any, *rest: Any) -> Any:
         b = max(_leading(ptr.data, cmp.data, val.data), len(self.pids))
         return self._per_program(
@@ -363,6 +379,50 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         return TensorHandle(np.stack(out), result.dtype)
 
 
+# -- tensor descriptors ---------------------------------------------------------------------------
+
+
+class _BatchedDescriptor(triton_compat.TensorDescHandle):  # type: ignore[misc,valid-type]
+    """A tensor descriptor whose base, shape, strides and block offsets may differ per program."""
+
+    def __init__(self, desc: Any) -> None:
+        self.__dict__.update(vars(desc))
+
+    def validate(self) -> None:
+        itemsize = self.base.dtype.element_ty.primitive_bitwidth // 8
+        bad = np.any(_per_program(self.base) % 16 != 0) or np.any(_per_program(self.strides[-1]) != 1)
+        for stride in self.strides[:-1]:
+            bad = bad or np.any(_per_program(stride) * itemsize % 16 != 0)
+        if bad:  # the serial strategy raises the interpreter's own error, with the program's id
+            raise BatchUnsupported("a tensor descriptor that fails Triton's checks")
+
+    def materialize_pointers(self, offsets: list[Any]) -> tuple[Any, Any]:
+        itemsize = self.base.dtype.element_ty.primitive_bitwidth // 8
+        block = list(self.block_shape)
+        if np.any(_per_program(offsets[-1]) * itemsize % 16 != 0):
+            raise BatchUnsupported("a tensor descriptor block offset that is not 16-byte aligned")
+        columns = [self.base, *self.shape, *self.strides, *offsets]
+        b = max(_per_program(h).shape[0] for h in columns)
+        lead = (-1,) + (1,) * len(block)
+        ptrs = np.broadcast_to(_per_program(self.base).astype(np.uint64).reshape(lead), (b, *block))
+        masks = np.ones((b, *block), dtype=bool)
+        for dim, size in enumerate(block):
+            at = [1] * (len(block) + 1)
+            at[dim + 1] = size
+            start = _per_program(offsets[dim]).astype(np.int64).reshape(lead)
+            off = start + np.arange(size, dtype=np.int64).reshape(at)
+            stride = _per_program(self.strides[dim]).astype(np.int64).reshape(lead)
+            ptrs = ptrs + (itemsize * off * stride).astype(np.uint64)
+            masks = masks & (off >= 0) & (off < _per_program(self.shape[dim]).reshape(lead))
+        return TensorHandle(np.ascontiguousarray(ptrs), self.base.dtype.scalar), TensorHandle(masks, tl.int1)
+
+
+def _per_program(handle: Any) -> np.ndarray:
+    """A scalar handle's value in each program (length 1 when all programs share it)."""
+    data = np.asarray(handle.data)
+    return data.reshape(data.shape[0], -1)[:, 0] if data.ndim >= 2 else data.reshape(-1)[:1]
+
+
 def _refusal(what: str) -> Callable[..., Any]:
     def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise BatchUnsupported(what)
@@ -372,9 +432,6 @@ def _refusal(what: str) -> Callable[..., Any]:
 
 for _name in (
     "create_print",
-    "create_make_tensor_descriptor",
-    "create_descriptor_load",
-    "create_descriptor_store",
     "create_descriptor_gather",
     "create_descriptor_scatter",
     "create_make_block_ptr",

@@ -209,7 +209,7 @@ class LaunchContext:
             self.recorder, self.locate, self.observations, faithful=options.numerics == "gpu", detect=detect
         )
         # a kernel that may wait for another program runs its programs in turns
-        self.turns = Turns(self.locate) if waits(self.fn) else None
+        self.turns = Turns(self.locate, self.codes) if waits(self.fn) else None
         self.guard.turns = self.turns
 
     def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -460,6 +460,8 @@ def _compile_time(exc: BaseException, codes: set[Any]) -> bool:
     """Whether Triton's compiler would have raised `exc` while compiling: it comes from the kernel's
     own Python or from triton.language's checks, not from the interpreter's or kernel_nb's machinery
     (which stand in for the GPU at run time, where a compiled kernel raises nothing)."""
+    if isinstance(exc, triton_compat.CompileTimeError):
+        return True
     tb, last = exc.__traceback__, None
     while tb is not None:
         file = tb.tb_frame.f_code.co_filename

@@ -54,6 +54,8 @@ def _interpreter_module() -> types.ModuleType:
 _interp = _interpreter_module()
 TensorHandle = _require(_interp, "TensorHandle")
 InterpreterBuilder = _require(_interp, "InterpreterBuilder")
+# the interpreter's tensor descriptor (3.4+): base pointer, shape, strides, block shape, padding
+TensorDescHandle: Any = getattr(_interp, "TensorDescHandle", object)
 
 # Where the language's front end and the interpreter's machinery live (to tell their frames apart).
 LANGUAGE_DIR = str(Path(str(tl.__file__)).resolve().parent)
@@ -264,9 +266,13 @@ def _with_semantic(member: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+class CompileTimeError(AttributeError):
+    """What the compiler would reject, found by a stand-in kernel_nb puts in Triton's place."""
+
+
 def _no_cuda_function(name: str) -> Callable[..., Any]:
     def missing(*args: Any, **kwargs: Any) -> Any:
-        raise AttributeError(
+        raise CompileTimeError(
             f"libdevice.{name} has no CUDA implementation in triton {triton.__version__} "
             f"({LIBDEVICE_CUDA} lacks it): the compiler rejects it too"
         )

@@ -5,9 +5,11 @@ A kernel can wait for memory another program of the launch writes: a `while` loo
 flag, or `tl.atomic_poll`. On the GPU the programs run at once; programs run one after another
 would spin forever when the waiter runs first. `waits(fn)` finds such loops before a launch runs
 (in the kernel and the @triton.jit helpers it calls), and `Turns` lets the programs of a launch take
-turns: each runs until it finishes or polls the same memory twice with nothing written in between,
-then the next program in order runs, round robin, until all finish. When every program left is
-waiting and none can change memory any more, that is a deadlock, reported instead of hanging.
+turns: each runs until it waits, then the next program in order runs, round robin, until all
+finish. A program waits when it reads the same memory twice with the same result, nothing written
+in between, and the kernel's own variables as they were (a loop that counts is not waiting). When
+every program left is waiting and none can change memory any more, that is a deadlock, reported
+instead of hanging.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import ast
 import ctypes
 import functools
 import inspect
+import sys
 import textwrap
 import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from kernel_nb.engine import triton_compat
 from kernel_nb.trace import Pid
@@ -66,6 +71,23 @@ def waits(fn: Callable[..., Any]) -> str | None:
     return None
 
 
+def _variables(codes: set[Any]) -> bytes:
+    """The values of the variables of every kernel and helper frame running now, as bytes."""
+    parts = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in codes:
+            for name, value in frame.f_locals.items():
+                handle = getattr(value, "handle", None)
+                data = getattr(handle, "data", None)
+                if isinstance(data, np.ndarray):
+                    parts.append(name.encode() + data.tobytes())
+                elif isinstance(value, int | float | bool):
+                    parts.append(f"{name}={value!r}".encode())
+        frame = frame.f_back  # type: ignore[assignment]
+    return b"\0".join(parts)
+
+
 class Deadlock(Exception):
     """Every program left waits for memory that none of them will write."""
 
@@ -94,7 +116,7 @@ class _Program:
     thread: threading.Thread | None = None
     go: threading.Event = field(default_factory=threading.Event)
     state: Any = None  # what the launch keeps of it while it is not running (see Turns.run)
-    polls: dict[Any, tuple[int, bytes]] = field(default_factory=dict)  # site → (changes seen, values)
+    polls: dict[Any, tuple[int, bytes, bytes]] = field(default_factory=dict)  # site → what it saw
     error: BaseException | None = None
     done: bool = False
     waiting_at: tuple[str, int] | None = None
@@ -105,11 +127,13 @@ class Turns:
     """Runs a launch's programs in turns, each in a thread of its own that holds the only turn.
 
     The memory guard calls `polled` after every load and atomic and `changed` after every write that
-    changed memory; `locate()` says where the running program is.
+    changed memory; `locate()` says where the running program is; `codes` are the kernel's and its
+    helpers' code objects, whose variables tell a waiting loop from one that makes progress.
     """
 
-    def __init__(self, locate: Callable[[], tuple[str, int]]) -> None:
+    def __init__(self, locate: Callable[[], tuple[str, int]], codes: set[Any]) -> None:
         self.locate = locate
+        self.codes = codes
         self.run_program: Callable[[Pid], None] = lambda pid: None
         self.save: Callable[[], Any] = lambda: None
         self.restore: Callable[[Any], None] = lambda state: None
@@ -125,13 +149,15 @@ class Turns:
 
     def polled(self, site: Any, values: Any) -> None:
         """A load or atomic of the running program returned `values`: the second identical poll of
-        a site with no memory written since the first is a wait, and gives the turn away."""
+        a site, with no memory written and the kernel's variables unchanged since the first, is a
+        wait, and gives the turn away."""
         program = self._current
         if program is None:
             return
         data = values.tobytes() if hasattr(values, "tobytes") else repr(values).encode()
-        if program.polls.get(site) != (self.changes, data):
-            program.polls[site] = (self.changes, data)
+        seen = (self.changes, data, _variables(self.codes))
+        if program.polls.get(site) != seen:
+            program.polls[site] = seen
             return
         program.waiting_at = self.locate()
         self._give_turn_away(program)

@@ -72,6 +72,8 @@ SCENARIOS = {
     "bf16_scan_and_reduce": (lambda: [f32(3, 32).astype(ml_dtypes.bfloat16), np.zeros((3, 32), ml_dtypes.bfloat16),
                                       np.zeros(3, ml_dtypes.bfloat16), np.zeros(3, ml_dtypes.bfloat16)],
                              lambda a: k.scan_and_reduce_kernel[(3,)](*a, BLOCK=32), "batched"),
+    "tensor_descriptor": (lambda: [f32(20, 24), np.zeros((20, 24), np.float32)],
+                          lambda a: k.descriptor_scale_kernel[(3, 2)](*a, 20, 24, BLOCK_M=8, BLOCK_N=16), "batched"),
     "rand": (lambda: [np.zeros(300, np.float32)], lambda a: k.rand_kernel[(3,)](a[0], 1234, 300, BLOCK=128), "batched"),
     "axpy_in_place": (lambda: [f32(200)], lambda a: k.axpy_kernel[(2,)](a[0], a[0], 200, 2.0, BLOCK=128), "batched"),
     "grid_3d": (lambda: [np.zeros((2, 3, 4), np.int32)], lambda a: k.grid3d_kernel[(4, 3, 2)](a[0], GX=4, GY=3),

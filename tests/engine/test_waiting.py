@@ -123,3 +123,17 @@ def test_a_program_whose_values_were_not_kept_is_replayed_with_the_others():
     assert not launch.programs[(0, 0, 0)].kept
     assert launch.value((0, 0, 0), "total") == a.sum()  # replayed: it waits for the others again
     assert len(launch.turns) == 5 and out[0] == a.sum()
+
+
+def test_a_while_loop_that_counts_is_not_a_wait():
+    bound, out = np.array([10], np.int32), np.zeros(1, np.int32)
+    with kernel_nb.interpret() as session:
+        wk.counting_while_kernel[(1,)](bound, out)
+    assert out[0] == 10 and session.trace[0].turns == [((0, 0, 0), None)]
+
+
+def test_a_wait_that_reloads_its_variable_still_waits():
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    with kernel_nb.interpret() as session:
+        wk.reloading_wait_kernel[(2,)](flag, out)
+    assert out[0] == 5 and session.trace[0].turns[0][1] is not None

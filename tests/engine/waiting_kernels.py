@@ -67,3 +67,25 @@ def wait_forever_kernel(flag_ptr, out_ptr):
     while tl.load(flag_ptr, volatile=True) == 0:
         pass
     tl.store(out_ptr + pid, 1)
+
+
+@triton.jit
+def counting_while_kernel(bound_ptr, out_ptr):
+    # reads the same memory each iteration, but counts: not a wait
+    j = 0
+    while j < tl.load(bound_ptr):
+        j += 1
+    tl.store(out_ptr, j)
+
+
+@triton.jit
+def reloading_wait_kernel(flag_ptr, out_ptr):
+    # the waiting loop rebinds its variable to a fresh load each time, of the same value
+    pid = tl.program_id(0)
+    if pid == 0:
+        flag = tl.load(flag_ptr, volatile=True)
+        while flag == 0:
+            flag = tl.load(flag_ptr, volatile=True)
+        tl.store(out_ptr, flag)
+    else:
+        tl.atomic_xchg(flag_ptr, 5)
