@@ -36,6 +36,7 @@ class NamespaceSnapshot:
 
 
 def _libdevice(symbol: str, args: list[Any], element: Any) -> Any:
+    # imported on the first call: few kernels call libdevice, and its tables take a moment to build
     from kernel_nb.engine import libdevice
 
     return libdevice.evaluate(symbol, args, triton_compat.np_dtype(element))
