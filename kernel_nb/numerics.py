@@ -89,8 +89,11 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.nda
             partial products of the low parts are summed first, their NaNs (an infinite operand's
             low part) replaced by zero, then the product of the high parts, then `acc`.
     """
-    a = np.asarray(a, dtype=np.float32)
-    b = np.asarray(b, dtype=np.float32)
+    with np.errstate(all="ignore"):  # infinities make NaN products as the tensor cores do, silently
+        return _dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32), acc, precision)
+
+
+def _dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.ndarray:
     addend = acc.astype(np.float32, copy=False)
     if precision in _SPLIT_PRODUCTS:
         parts, pairs = _SPLIT_PRODUCTS[precision]

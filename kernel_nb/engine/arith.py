@@ -10,14 +10,14 @@ zero, shifts by at least the bit width.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
 
 from kernel_nb import numerics
 from kernel_nb.checks import Observations, describe
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import bits_reductions, triton_compat
 from kernel_nb.engine.capture import Recorder
 from kernel_nb.engine.hooks import Locator
 
@@ -78,42 +78,11 @@ class ArithmeticHooks:
         for name, hook in hooks.items():
             setattr(builder, name, hook)
         try:
-            with self._stepwise_bits_reductions():
+            with bits_reductions.gpu_order() if self.faithful else nullcontext():
                 yield
         finally:
             for name in hooks:
                 delattr(builder, name)
-
-    @contextmanager
-    def _stepwise_bits_reductions(self) -> Iterator[None]:
-        """Reductions and scans of bf16/fp8 values combine step by step, each step rounded as the GPU
-        rounds it, instead of one numpy call on the raw bits (a bf16 cumsum of [1, 2, 3, 4] would
-        add bit patterns)."""
-        if not self.faithful:
-            yield
-            return
-        spaces = [triton_compat.tl, triton_compat.tl.core]
-        saved = {
-            (space, name): getattr(space, name) for space in spaces for name in ("reduce", "associative_scan")
-        }
-        numpy_combines = triton_compat.numpy_combines()
-
-        def stepwise(original: Any) -> Any:
-            def call(input: Any, axis: Any, combine_fn: Any, *args: Any, **kwargs: Any) -> Any:
-                values = input if isinstance(input, tuple) else (input,)
-                if combine_fn in numpy_combines and any(_holds_bits(v) for v in values):
-                    combine_fn = _Stepwise(combine_fn)
-                return original(input, axis, combine_fn, *args, **kwargs)
-
-            return call
-
-        for (space, name), original in saved.items():
-            setattr(space, name, stepwise(original))
-        try:
-            yield
-        finally:
-            for (space, name), original in saved.items():
-                setattr(space, name, original)
 
     # -- integer operations ---------------------------------------------------------------------
 
@@ -295,17 +264,6 @@ class ArithmeticHooks:
         with np.errstate(all="ignore"):
             result = (np.matmul(a, b) + acc.data).astype(np.float32)
         return triton_compat.TensorHandle(result, triton_compat.tl.float32)
-
-
-class _Stepwise:
-    """A combine function the interpreter does not recognise, so it combines step by step."""
-
-    def __init__(self, combine_fn: Any) -> None:
-        self.fn = combine_fn.fn
-
-
-def _holds_bits(value: Any) -> bool:
-    return triton_compat.is_tensor(value) and numerics.is_bits_float(str(value.dtype.scalar))
 
 
 _BOOL_EXACT = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_and, np.logical_or, np.logical_xor)

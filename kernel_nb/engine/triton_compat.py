@@ -358,21 +358,22 @@ def make_tuple(original: Any, items: Iterable[Any]) -> Any:
     return tuple(items)
 
 
-def numpy_combines() -> tuple[Any, ...]:
-    """The combine functions of tl.standard that the interpreter's reductions and scans (and the
-    batched builder's) compute with one numpy call instead of combining step by step."""
+def standard_combines() -> list[tuple[Any, str]]:
+    """The combine functions of tl.standard that the interpreter's reductions and scans compute
+    with one numpy call, each with what it computes ("sum", "prod", "max", "min", "argmax",
+    "argmin"). A list: hashing a JITFunction computes its cache key, which fails mid-launch."""
+    kinds = {
+        "_sum_combine": "sum",
+        "_prod_combine": "prod",
+        "_elementwise_max": "max",
+        "_elementwise_min": "min",
+        "_argmax_combine_tie_break_left": "argmax",
+        "_argmax_combine_tie_break_fast": "argmax",
+        "_argmin_combine_tie_break_left": "argmin",
+        "_argmin_combine_tie_break_fast": "argmin",
+    }
     standard = tl.standard
-    names = (
-        "_sum_combine",
-        "_prod_combine",
-        "_elementwise_max",
-        "_elementwise_min",
-        "_argmax_combine_tie_break_left",
-        "_argmax_combine_tie_break_fast",
-        "_argmin_combine_tie_break_left",
-        "_argmin_combine_tie_break_fast",
-    )
-    return tuple(getattr(standard, name) for name in names if hasattr(standard, name))
+    return [(getattr(standard, name), kind) for name, kind in kinds.items() if hasattr(standard, name)]
 
 
 def is_value(value: Any) -> bool:

@@ -265,15 +265,21 @@ def test_bf16_scans_and_reductions_combine_values_not_bits(rng):
     with kernel_nb.interpret():
         k.scan_and_reduce_kernel[(3,)](x, scan, top, bottom, BLOCK=32)
     # triton before 3.7 promotes a bf16 cumsum to fp32 (one rounding at the end); later versions
-    # scan in bf16, each step of the combine rounded, as the GPU's is
+    # scan in bf16 as the GPU does: at strides 1, 2, 4, ..., each step rounded to bf16
     promoted = "_promote_bfloat16_to_float32" in inspect.getsource(tl.standard.cumsum.fn)
-    step = np.float32 if promoted else ml_dtypes.bfloat16
     expected = np.zeros_like(x)
     for row in range(3):
-        running = step(0)
-        for i in range(32):
-            running = (np.float32(running) + np.float32(x[row, i])).astype(step)
-            expected[row, i] = running
+        if promoted:
+            expected[row] = np.cumsum(x[row].astype(np.float32)).astype(ml_dtypes.bfloat16)
+            continue
+        values = [np.float32(v) for v in x[row]]
+        shift = 1
+        while shift < 32:
+            values = values[:shift] + [
+                np.float32(ml_dtypes.bfloat16(values[i - shift] + values[i])) for i in range(shift, 32)
+            ]
+            shift *= 2
+        expected[row] = np.array(values, np.float32).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(scan, expected)
     np.testing.assert_array_equal(top, x.max(axis=1))
     np.testing.assert_array_equal(bottom, x.min(axis=1))

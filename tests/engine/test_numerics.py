@@ -6,6 +6,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+import triton
 import triton.language as tl
 
 import kernel_nb
@@ -152,3 +153,44 @@ def test_default_dot_is_tf32_and_stock_is_exact():
     scale = np.linalg.norm(reference)
     assert np.linalg.norm(faithful - GPU["dot_tf32"]) / scale < 2e-6
     assert np.linalg.norm(stock - reference) / scale < 1e-6
+
+
+@triton.jit
+def bf16_scan_kernel(x_ptr, scan_ptr, sum_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr,
+                     REVERSE: tl.constexpr):  # fmt: skip
+    # tl.cumsum's and tl.sum's own combine, without the bf16 -> fp32 promotion of triton < 3.7 (the
+    # GPU's values were measured with a plain `a + b` combine, the same arithmetic, on triton 3.6)
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(scan_ptr + offs, tl.associative_scan(x, AXIS, tl.standard._sum_combine, reverse=REVERSE))
+    total = tl.reduce(x, AXIS, tl.standard._sum_combine)
+    if AXIS == 0:
+        tl.store(sum_ptr + tl.arange(0, N), total)
+    else:
+        tl.store(sum_ptr + tl.arange(0, M), total)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_bf16_scans_and_sums_round_like_the_gpus(case):
+    """Each step of a bf16 scan or reduction is rounded on the GPU, in a tree: the error against the
+    exact sums grows like the GPU's (the order inside a tree follows the GPU's layout, which is not
+    modelled; a long reduction's first steps inside a thread are, so its error is the GPU's or less)."""
+    if f"bf16_scan{case}_x" not in GPU:
+        pytest.skip("fixtures/gpu_numerics.npz has no bf16 scans")
+    m, n, axis, reverse = (int(v) for v in GPU[f"bf16_scan{case}_how"])
+    x = GPU[f"bf16_scan{case}_x"].view(ml_dtypes.bfloat16)
+    scan, total = np.zeros_like(x), np.zeros(n if axis == 0 else m, ml_dtypes.bfloat16)
+    with kernel_nb.interpret():
+        bf16_scan_kernel[(1,)](x, scan, total, M=m, N=n, AXIS=axis, REVERSE=bool(reverse))
+    exact = x.astype(np.float64)
+    exact_scan = np.flip(np.cumsum(np.flip(exact, axis), axis), axis) if reverse else np.cumsum(exact, axis)
+    for ours, gpu, reference in (
+        (scan, GPU[f"bf16_scan{case}_scan"], exact_scan),
+        (total, GPU[f"bf16_scan{case}_sum"], exact.sum(axis)),
+    ):
+        gpu = gpu.view(ml_dtypes.bfloat16).astype(np.float64)
+        ours_error = np.sqrt(np.mean((ours.astype(np.float64) - reference) ** 2))
+        gpu_error = np.sqrt(np.mean((gpu - reference) ** 2))
+        assert ours_error <= 2.5 * gpu_error, (ours_error, gpu_error)
+        if ours is scan:
+            assert ours_error >= 0.4 * gpu_error, (ours_error, gpu_error)  # rounded at each step too

@@ -64,6 +64,30 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr, PRECISION: tl.constexpr):
     tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b, input_precision=PRECISION))
 
 
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def bf16_scan_kernel(
+    x_ptr, scan_ptr, sum_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr, REVERSE: tl.constexpr
+):
+    # a bf16 scan and reduction with a combine the language does not promote to fp32 (tl.cumsum of
+    # triton < 3.7 does): how the GPU rounds bf16 steps of a scan and of a reduction
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(scan_ptr + offs, tl.associative_scan(x, AXIS, _add, reverse=REVERSE))
+    total = tl.reduce(x, AXIS, _add)
+    if AXIS == 0:
+        tl.store(sum_ptr + tl.arange(0, N), total)
+    else:
+        tl.store(sum_ptr + tl.arange(0, M), total)  # fmt: skip
+
+
+BF16_SCANS = (((8, 32), 1, True), ((32, 32), 0, False), ((2, 1024), 1, False), ((1024, 2), 0, True))
+
+
 def main(path: str) -> None:
     out = {"specials": SPECIALS}
     x = torch.from_numpy(SPECIALS).cuda()
@@ -102,6 +126,15 @@ def main(path: str) -> None:
                 torch.from_numpy(pa).cuda(), torch.from_numpy(pb).cuda(), c, N=n, PRECISION=precision
             )
             out[f"{label}_{precision}"] = c.cpu().numpy()
+    for i, ((m, n), axis, reverse) in enumerate(BF16_SCANS):
+        xs = torch.from_numpy(rng.standard_normal((m, n)).astype(np.float32)).cuda().to(torch.bfloat16)
+        scan = torch.zeros((m, n), dtype=torch.bfloat16, device="cuda")
+        total = torch.zeros(n if axis == 0 else m, dtype=torch.bfloat16, device="cuda")
+        bf16_scan_kernel[(1,)](xs, scan, total, M=m, N=n, AXIS=axis, REVERSE=reverse)
+        out[f"bf16_scan{i}_x"] = xs.view(torch.int16).cpu().numpy()
+        out[f"bf16_scan{i}_scan"] = scan.view(torch.int16).cpu().numpy()
+        out[f"bf16_scan{i}_sum"] = total.view(torch.int16).cpu().numpy()
+        out[f"bf16_scan{i}_how"] = np.array([m, n, axis, int(reverse)])
     out["device"] = np.array(torch.cuda.get_device_name())
     out["triton"] = np.array(triton.__version__)
     np.savez(path, **out)
