@@ -308,8 +308,9 @@ class LaunchContext:
             self._fail(error)
             raise
         except KeyboardInterrupt:
-            raise self._interrupted(pid) from None
+            raise self._interrupted(self._running(pid)) from None
         except Exception as exc:
+            pid = self._running(pid)
             if engine.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
                 raise self._interrupted(pid) from None
             file, line = _kernel_frame(exc, self.codes)
@@ -332,6 +333,11 @@ class LaunchContext:
                 checks.finish(launch, self.observations)
             if sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
                 signal.signal(signal.SIGINT, sigint)
+
+    def _running(self, started: Pid | None) -> Pid | None:
+        """The program that was running: with turns, the one whose state is in place (the last to
+        start may be waiting while an earlier one fails)."""
+        return self.recorder.program.pid if self.turns is not None and started is not None else started
 
     def _take_turns(
         self,

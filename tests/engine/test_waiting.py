@@ -9,7 +9,7 @@ import pytest
 import triton.language as tl
 
 import kernel_nb
-from kernel_nb.errors import KernelDeadlockError
+from kernel_nb.errors import KernelCompileError, KernelDeadlockError
 from tests.engine import waiting_kernels as wk
 
 
@@ -137,3 +137,25 @@ def test_a_wait_that_reloads_its_variable_still_waits():
     with kernel_nb.interpret() as session:
         wk.reloading_wait_kernel[(2,)](flag, out)
     assert out[0] == 5 and session.trace[0].turns[0][1] is not None
+
+
+def test_an_error_after_a_wait_names_the_program_that_failed():
+    import triton
+
+    @triton.jit
+    def fail_after_wait_kernel(flag_ptr, x_ptr):
+        pid = tl.program_id(0)
+        if pid == 0:
+            while tl.load(flag_ptr, volatile=True) == 0:
+                pass
+            tl.store(x_ptr + tl.arange(0, 4), tl.zeros((2,), tl.float32) + tl.zeros((4,), tl.float32))
+        else:
+            tl.atomic_xchg(flag_ptr, 1)
+
+    flag, x = np.zeros(1, np.int32), np.zeros(8, np.float32)
+    with (
+        pytest.raises(KernelCompileError, match=r"pid=\(0,0,0\): ValueError") as caught,
+        kernel_nb.interpret(),
+    ):
+        fail_after_wait_kernel[(3,)](flag, x)
+    assert caught.value.pid == (0, 0, 0) and flag[0] == 0
