@@ -9,6 +9,11 @@ DEMO_STAMP := $(VENV)/.installed-demo
 VENV_ALT := .venv-triton36
 PY_ALT := $(VENV_ALT)/bin/python
 STAMP_ALT := $(VENV_ALT)/.installed
+# The oldest Triton kernel_nb supports, for the engine tests too (no bf16 split dots, no interpreter
+# dot_scaled, descriptor strides checked in elements: kernel_nb's compat layer covers each).
+VENV_OLD := .venv-triton34
+PY_OLD := $(VENV_OLD)/bin/python
+STAMP_OLD := $(VENV_OLD)/.installed
 # Triton's own language tests (make conformance): they need torch (CPU) and scipy.
 VENV_CONF := .venv-conformance
 PY_CONF := $(VENV_CONF)/bin/python
@@ -43,6 +48,14 @@ $(STAMP_ALT): pyproject.toml setup.py
 	$(PY_ALT) -m pip install -q ml_dtypes tqdm "$(TORCH)"
 	touch $(STAMP_ALT)
 
+$(STAMP_OLD): pyproject.toml setup.py
+	test -x $(PY_OLD) || $(PYTHON) -m venv $(VENV_OLD)
+	$(PY_OLD) -m pip install -q --upgrade pip
+	$(PY_OLD) -m pip install -q "triton==3.4.0" "numpy>=2" pytest pytest-timeout
+	$(PY_OLD) -m pip install -q --no-deps -e .
+	$(PY_OLD) -m pip install -q ml_dtypes tqdm "$(TORCH)"
+	touch $(STAMP_OLD)
+
 $(STAMP_CONF): pyproject.toml setup.py
 	test -x $(PY_CONF) || $(PYTHON) -m venv $(VENV_CONF)
 	$(PY_CONF) -m pip install -q --upgrade pip
@@ -59,9 +72,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check kernel_nb tests bench conformance setup.py
 	$(VENV)/bin/mypy
 
-test: $(STAMP) $(STAMP_ALT) chromium lint
+test: $(STAMP) $(STAMP_ALT) $(STAMP_OLD) chromium lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY_ALT) -m pytest -q -p no:cacheprovider tests/engine
+	$(PY_OLD) -m pytest -q -p no:cacheprovider tests/engine
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x tests/engine
@@ -81,4 +95,4 @@ bench: $(STAMP)
 	$(PY) bench/bench_engine.py
 
 clean:
-	rm -rf $(VENV) $(VENV_ALT) $(VENV_CONF) build *.egg-info test-artifacts
+	rm -rf $(VENV) $(VENV_ALT) $(VENV_OLD) $(VENV_CONF) build *.egg-info test-artifacts

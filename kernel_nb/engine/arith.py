@@ -72,9 +72,12 @@ class ArithmeticHooks:
                 originals["create_dot"], a, b, d, precision, *rest
             ),
             "create_ashr": lambda lhs, rhs: self.shift(originals["create_ashr"], lhs, rhs),
-            "create_dot_scaled": lambda *args: self.dot_scaled(originals["create_dot_scaled"], *args),
+            "create_dot_scaled": lambda *args: self.dot_scaled(originals.get("create_dot_scaled"), *args),
         }
-        hooks = {name: hook for name, hook in hooks.items() if name in originals}
+        # dot_scaled is kernel_nb's own, also where the interpreter has none (before 3.9)
+        hooks = {
+            name: hook for name, hook in hooks.items() if name in originals or name == "create_dot_scaled"
+        }
         for name, hook in hooks.items():
             setattr(builder, name, hook)
         try:
@@ -248,9 +251,9 @@ class ArithmeticHooks:
             return triton_compat.TensorHandle(numerics.encode(result, d_name), d.dtype.scalar)
         return triton_compat.TensorHandle(numerics.dot(a_values, b_values, d.data, mode), d.dtype.scalar)
 
-    def dot_scaled(self, original: Any, *args: Any) -> Any:
+    def dot_scaled(self, original: Callable[..., Any] | None, *args: Any) -> Any:
         """tl.dot_scaled with fp8 operands decoded exactly (the GPU reads e5m2 subnormals as such)."""
-        if not self.faithful or len(args) != 10:  # the layout of 3.9's builder method
+        if original is not None and not self.faithful:
             return original(*args)
         lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, _fast_math, lhs_k_pack, rhs_k_pack, acc = args
         compute = triton_compat.dot_scaled_compute_type(lhs_format, rhs_format)

@@ -175,15 +175,20 @@ def set_debug(b: Any) -> Any:
     if "sanitize_overflow" in fields:
         changes["sanitize_overflow"] = False
     if "allowed_dot_input_precisions" in fields:
-        from triton._C.libtriton import ir
-
-        known = {name.lower() for name in ir.INPUT_PRECISION.__members__}
-        wanted = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
-        changes["allowed_dot_input_precisions"] = tuple(p for p in wanted if p in known)
+        changes["allowed_dot_input_precisions"] = dot_input_precisions()
     import dataclasses
 
     b.options = dataclasses.replace(old, **changes)
     return old
+
+
+def dot_input_precisions() -> tuple[str, ...]:
+    """The `tl.dot` input precisions of the CUDA backend that this Triton's language knows
+    (bf16x3 and bf16x6 from 3.6 on)."""
+    from triton._C.libtriton import ir
+
+    known = {name.lower() for name in ir.INPUT_PRECISION.__members__}
+    return tuple(p for p in ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6") if p in known)
 
 
 def set_grid(b: Any, grid: tuple[int, int, int]) -> None:
@@ -220,7 +225,79 @@ def patch_language(extern: Extern | None = None) -> Callable[[], None]:
     if extern is not None:
         _patch_libdevice(extern)
     restore = getattr(scope, "restore", None)
-    return restore if callable(restore) else (lambda: None)
+    undo_strides = _patch_descriptor_strides()
+    undo_formats = _patch_dot_scaled_formats()
+
+    def undo() -> None:
+        undo_formats()
+        undo_strides()
+        if callable(restore):
+            restore()
+
+    return undo
+
+
+class _Format(str):
+    """A dot_scaled format name that is also what the compiler hands the semantic before 3.9 (a
+    constexpr, read through `.value`), since the interpreter passes the bare string."""
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+
+def _patch_dot_scaled_formats() -> Callable[[], None]:
+    semantic_cls = type(semantic())
+    native = getattr(semantic_cls, "dot_scaled", None)
+    if native is None:
+        return lambda: None
+
+    def dot_scaled(
+        self: Any,
+        lhs: Any,
+        lhs_scale: Any,
+        lhs_format: Any,
+        rhs: Any,
+        rhs_scale: Any,
+        rhs_format: Any,
+        *rest: Any,
+        **kwargs: Any,
+    ) -> Any:
+        lhs_format, rhs_format = (_Format(f) if isinstance(f, str) else f for f in (lhs_format, rhs_format))
+        return native(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, *rest, **kwargs)
+
+    semantic_cls.dot_scaled = dot_scaled
+
+    def undo() -> None:
+        semantic_cls.dot_scaled = native
+
+    return undo
+
+
+def _patch_descriptor_strides() -> Callable[[], None]:
+    """Before 3.6 the interpreter asks a descriptor's strides in elements to be multiples of 16; the
+    GPU (TMA) asks it of their bytes, as 3.6 on does: a 24-column fp32 array is fine on the GPU."""
+    handle = getattr(_interp, "TensorDescHandle", None)
+    if handle is None or triton_version() >= (3, 6):
+        return lambda: None
+    native = handle.validate
+
+    def validate(self: Any) -> None:
+        itemsize = self.base.dtype.element_ty.primitive_bitwidth // 8
+        assert self.base.data.item() % 16 == 0, "base must be 16-byte aligned"
+        assert len(self.strides) == self.ndim
+        assert len(self.block_shape) == self.ndim
+        assert self.ndim >= 1, "descriptor cannot be 0 dimensional"
+        for stride in self.strides[:-1]:
+            assert stride.data.item() * itemsize % 16 == 0, "stride must be 16-byte aligned"
+        assert self.strides[-1].data.item() == 1, "last dim must be contiguous"
+
+    handle.validate = validate
+
+    def undo() -> None:
+        handle.validate = native
+
+    return undo
 
 
 def libdevice_modules() -> tuple[types.ModuleType, types.ModuleType]:
@@ -243,16 +320,15 @@ def _patch_libdevice(extern: Extern) -> None:
             setattr(stubs, name, getattr(cuda, name, _no_cuda_function(name)))
     dispatch = tl.core.dispatch
 
-    def dispatch_here(
-        func: Any, lib_name: Any, lib_path: Any, args: Any, table: Any, ret_type: Any, *rest: Any
-    ) -> Any:
-        element = getattr(ret_type, "scalar", ret_type)
-
+    def dispatch_here(func: Any, lib_name: Any, lib_path: Any, args: Any, table: Any, *rest: Any) -> Any:
         def call(lib: Any, path: Any, symbol: str, handles: list[Any], ir_type: Any, pure: Any) -> Any:
+            # the interpreter's IR types are Triton dtypes; before 3.5 dispatch is handed a shape,
+            # not the result type, so the IR type is the one place that names the element
+            element = getattr(ir_type, "scalar", ir_type)
             data = [np.asarray(h.data) for h in handles]
             return TensorHandle(extern(symbol, data, element), element)
 
-        return dispatch(call, lib_name, lib_path, args, table, ret_type, *rest)
+        return dispatch(call, lib_name, lib_path, args, table, *rest)
 
     tl.core.dispatch = dispatch_here
 
@@ -345,7 +421,11 @@ def scalar_tensor(value: bool | int | float) -> Any:
 
 def implicit_convert(value: Any) -> Any:
     """Triton's own conversion, for argument kinds kernel_nb passes through (descriptors)."""
-    return _require(_interp, "_implicit_cvt")(value)
+    undo = _patch_descriptor_strides()  # a host descriptor is checked here, outside the launch's patches
+    try:
+        return _require(_interp, "_implicit_cvt")(value)
+    finally:
+        undo()
 
 
 def make_tuple(original: Any, items: Iterable[Any]) -> Any:
@@ -432,22 +512,48 @@ def dot_scaled_operand(
     is_rhs: bool,
     decode: Callable[[Any], np.ndarray],
 ) -> np.ndarray:
-    """An operand of 3.9's `create_dot_scaled` as float32, scaled, as the interpreter prepares it, with
-    fp8 values decoded by `decode(handle)` instead of the interpreter's upcast (which reads e5m2
-    subnormals as zero). e2m1 (fp4, two per byte) and the e8m0 scales are decoded as the
-    interpreter does."""
+    """An operand of the builder's `create_dot_scaled` as float32, scaled, as 3.9's interpreter
+    prepares it, with fp8 values decoded by `decode(handle)` instead of the interpreter's upcast
+    (which reads e5m2 subnormals as zero). Written here rather than borrowed, since the interpreter
+    has no dot_scaled before 3.9 while the language (and the GPU) has it from 3.4."""
     from triton._C.libtriton import ir
 
     if fmt == ir.ScaleDotElemTypeTY.E2M1:
         axis = (-2 if k_pack else -1) if is_rhs else (-1 if k_pack else -2)
-        data = _require(_interp, "_unpack_e2m1")(value.data, axis)
+        data = np.moveaxis(_e2m1_to_f32(np.moveaxis(value.data, axis, -1)), -1, axis)
     else:
         data = decode(value)
     if scale is None:
         return data
     factor = data.shape[-2 if is_rhs else -1] // scale.data.shape[-1]
-    scales = np.repeat(_require(_interp, "_dot_scaled_scale_to_f32")(scale, compute), factor, axis=-1)
+    scales = np.repeat(_e8m0_to_f32(scale, compute), factor, axis=-1)
     return data * (np.swapaxes(scales, -1, -2) if is_rhs else scales)
+
+
+# e2m1 magnitudes by their low three bits (OCP MX), two values a byte, the low nibble first
+_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
+
+
+def _e2m1_to_f32(packed: np.ndarray) -> np.ndarray:
+    nibbles = np.empty((*packed.shape[:-1], packed.shape[-1] * 2), dtype=np.uint8)
+    nibbles[..., 0::2] = packed & np.uint8(0x0F)
+    nibbles[..., 1::2] = packed >> np.uint8(4)
+    magnitude = _E2M1[nibbles & np.uint8(0x07)]
+    return np.where((nibbles & np.uint8(0x08)) != 0, -magnitude, magnitude)
+
+
+def _e8m0_to_f32(scale: Any, compute: Any) -> np.ndarray:
+    """e8m0 scale bytes as the float32 powers of two they stand for; byte 255 is NaN, and with a
+    bf16 computation byte 0 is 2**-127 (a float32 subnormal), as the GPU's emulation makes them."""
+    data = scale.data
+    bits = data.view(np.uint8).astype(np.int32) << 23
+    is_int = scale.dtype.is_int()
+    if compute == tl.bfloat16 and is_int:
+        bits = np.maximum(bits, 0x00400000)
+    values = bits.view(np.float32)
+    if is_int:
+        values = np.where(np.isinf(values), np.float32(np.nan), values)
+    return values
 
 
 def dot_scaled_compute_type(lhs_format: Any, rhs_format: Any) -> Any:
@@ -461,7 +567,12 @@ def updated_source(jit: Any) -> tuple[str, int] | None:
     """The source a JITFunction was given by `_unsafe_update_src`, and the file line its `def` is on;
     None while it compiles its function's own source."""
     src, raw = getattr(jit, "src", None), getattr(jit, "raw_src", None)
-    if not isinstance(src, str) or raw is None:
+    if raw is None:  # before 3.5 the JITFunction keeps no copy of its function's lines
+        try:
+            raw = inspect.getsourcelines(jit.fn)[0]
+        except (OSError, TypeError, AttributeError):
+            return None
+    if not isinstance(src, str):
         return None
     own = textwrap.dedent("".join(raw))
     found = re.search(r"^def\s+\w+\s*\(", own, re.MULTILINE)

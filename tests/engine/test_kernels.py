@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 import kernel_nb
+from kernel_nb.errors import KernelMemoryError
 from tests.engine import kernels as k
 
 
@@ -295,3 +296,14 @@ def test_tensor_descriptors_made_in_the_kernel(rng):
     last = launch.program((2, 1, 0)).events  # the corner block: 4 of its 8 rows, 8 of its 16 columns
     assert [(e.kind, e.arg, e.active) for e in last] == [("load", "src_ptr", 32), ("store", "dst_ptr", 32)]
     assert launch.buffers["dst_ptr"].writes.min() == 1 and launch.buffers["dst_ptr"].writes.max() == 1
+
+
+def test_a_descriptor_larger_than_its_array_is_refused(rng):
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    out = np.zeros_like(x)
+    with pytest.raises(
+        KernelMemoryError, match=r"pid=\(2,0,0\): tl.load of src_ptr reads elements \[256, 384\)"
+    ):
+        with kernel_nb.interpret():
+            k.descriptor_scale_kernel[(3, 1)](x, out, 24, 16, BLOCK_M=8, BLOCK_N=16)  # 24 rows of 16
+    assert not out.any()  # the programs that ran stored nothing: the launch failed

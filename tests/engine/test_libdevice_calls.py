@@ -85,6 +85,9 @@ def test_integer_functions_are_exact():
     assert out.tolist() == [p + c for p, c in zip(popc, clz)]
 
 
+@pytest.mark.skipif(
+    not hasattr(libdevice, "fast_tanhf"), reason="this Triton's libdevice stubs all have a CUDA function"
+)
 def test_a_function_without_a_cuda_implementation_is_named():
     x = np.zeros(8, np.float32)
     with pytest.raises(KernelCompileError, match=r"libdevice\.fast_tanhf has no CUDA implementation"):

@@ -193,11 +193,6 @@ def test_tensor_descriptor_loads_and_stores():
 
 
 def test_fp8e5_subnormals_decode_exactly_in_dot_scaled():
-    from kernel_nb.engine import triton_compat
-
-    if not hasattr(triton_compat.InterpreterBuilder, "create_dot_scaled"):
-        pytest.skip(f"triton {triton.__version__}'s interpreter has no tl.dot_scaled")
-
     @triton.jit
     def scaled_dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
         a = tl.load(a_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
@@ -216,6 +211,45 @@ def test_fp8e5_subnormals_decode_exactly_in_dot_scaled():
             reinterpreted(a, tl.float8e5), reinterpreted(b, tl.float8e5), out, M=M, N=N, K=K
         )
     np.testing.assert_array_equal(out, np.full((M, N), 2.0**-16, np.float32))
+
+
+@triton.jit
+def mx_dot_kernel(
+    a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr
+):
+    # a: M x K e2m1, two a byte along K; b: K x N e4m3; one e8m0 scale per 32 values of K
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    a_scale = tl.load(a_scale_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    b_scale = tl.load(b_scale_ptr + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    c = tl.dot_scaled(a, a_scale, "e2m1", b, b_scale, "e4m3")
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+def test_mx_formats_and_scales_decode_exactly_in_dot_scaled():
+    rng = np.random.default_rng(7)
+    M, N, K = 16, 16, 64
+    nibbles = rng.integers(0, 16, (M, K), dtype=np.uint8)
+    packed = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8)
+    b_bits = rng.integers(0, 256, (K, N), dtype=np.uint8)
+    b_bits[(b_bits & 0x7F) == 0x7F] = 0x38  # no NaNs: 1.0 instead
+    a_scale = rng.integers(120, 135, (M, K // 32), dtype=np.uint8)
+    b_scale = rng.integers(120, 135, (N, K // 32), dtype=np.uint8)
+    out = np.zeros((M, N), np.float32)
+    with kernel_nb.interpret():
+        mx_dot_kernel[(1,)](
+            packed, a_scale, reinterpreted(b_bits, tl.float8e4nv), b_scale, out, M=M, N=N, K=K
+        )
+    # an independent decoding: ml_dtypes' OCP MX types
+    a = (nibbles.view(ml_dtypes.float4_e2m1fn).astype(np.float64)) * np.repeat(
+        a_scale.view(ml_dtypes.float8_e8m0fnu).astype(np.float64), 32, axis=1
+    )
+    b = (
+        b_bits.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+        * np.repeat(b_scale.view(ml_dtypes.float8_e8m0fnu).astype(np.float64), 32, axis=1).T
+    )
+    expected = a @ b
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
 
 
 def test_kernel_errors_still_carry_kernel_nb_location():
