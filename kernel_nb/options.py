@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pdb
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -13,6 +14,9 @@ PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
 Numerics = Literal["gpu", "stock"]
 Strategy = Literal["auto", "serial"]
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_BYTES = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,3 +117,26 @@ def parse_pids(text: str) -> PidSelection:
                 f"cannot read program selection {part!r}: use 'all', '3', '0:4', '1,0,0' or several joined by ';'"
             ) from None
     return tuple(pids)
+
+
+def parse_bytes(text: str) -> int:
+    """Read a byte count as the magic's ``--budget`` takes it: ``1000000``, ``64K``, ``512M``, ``1.5G`` (binary units).
+
+    Raises:
+        ValueError: the text is not a byte count.
+    """
+    match = _BYTES.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(
+            f"cannot read byte count {text!r}: use a number with an optional K, M, G or T suffix"
+        )
+    number, unit = match.groups()
+    return int(float(number) * _UNITS[unit.upper()])
+
+
+def format_bytes(count: int) -> str:
+    """The shortest spelling of `count` that `parse_bytes` reads back exactly."""
+    for unit in ("T", "G", "M", "K"):
+        if count and count % _UNITS[unit] == 0:
+            return f"{count // _UNITS[unit]}{unit}"
+    return str(count)

@@ -108,3 +108,34 @@ def test_no_cupy_says_what_to_install(ip, monkeypatch, tmp_path):
     assert 'pip install "kernel-nb[gpu]"' in str(result.error_in_exec)
     assert not ip.user_ns["out"].any()
     assert np.array_equal(ip.user_ns["x"], np.arange(1000, dtype=np.float32))
+
+
+def test_gpu_defaults_of_the_line_magic_reach_later_compare_cells(ip, fake_gpu, capsys):
+    ip.run_cell("%tkernel --rtol 0.5 --keep cpu --quiet").raise_error()
+    ip.run_cell(f"%%tkernel compare\n{ADD}").raise_error()
+    [buffer] = ip.user_ns["_tk"][0].comparison.buffers
+    assert buffer.tolerance.rtol == 0.5
+    assert buffer.mismatches == 0  # 601 against 602 is within half of it
+    assert ip.user_ns["out"][600] == 601.0  # --keep cpu
+    assert capsys.readouterr().out == ""  # --quiet
+
+    ip.run_cell(f"%%tkernel compare --rtol 0\n{ADD}").raise_error()
+    assert ip.user_ns["_tk"][0].comparison.buffers[0].tolerance.rtol == 0.0  # the cell's own flag wins
+
+    ip.run_cell("%tkernel --reset").raise_error()
+    ip.run_cell(f"%%tkernel compare --quiet\n{ADD}").raise_error()
+    assert ip.user_ns["_tk"][0].comparison.buffers[0].mismatches == 1
+    assert ip.user_ns["out"][600] == 602.0
+
+
+def test_gpu_defaults_stay_out_of_the_modes_they_do_not_belong_to(ip, fake_gpu):
+    ip.run_cell("%tkernel --rtol 1e-3 --keep cpu --device 3 --quiet").raise_error()
+    ip.run_cell(f"%%tkernel interpret\n{ADD}").raise_error()
+    ip.run_cell(f"%%tkernel gpu\n{ADD}").raise_error()
+    assert ip.user_ns["_tk"][0].device == "fake GPU 3"
+
+
+def test_line_magic_refuses_a_bad_gpu_default(ip):
+    result = ip.run_cell("%tkernel --atol -1")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert str(result.error_in_exec) == "atol must be a finite number >= 0, got -1.0"

@@ -20,7 +20,9 @@ from tkernel_support import KERNELS, line_of
 
 import kernel_nb
 from kernel_nb import KernelError, KernelMemoryError, LaunchInterrupted, Trace
-from kernel_nb.magic import Progress, TKernelMagics, format_bytes, parse_bytes
+from kernel_nb.magic import TKernelMagics
+from kernel_nb.options import format_bytes, parse_bytes
+from kernel_nb.progress import Progress
 
 ADD = "add_kernel[(4,)](x, y, out, 1000, BLOCK=256)"
 
@@ -31,7 +33,7 @@ def run(ip: InteractiveShell, source: str):
 
 def test_vector_add_runs_in_the_engine_and_binds_the_trace(ip, monkeypatch):
     shown: list[object] = []
-    monkeypatch.setattr("kernel_nb.magic.display", shown.append)
+    monkeypatch.setattr("kernel_nb.magic.magics.display", shown.append)
 
     result = run(ip, f"%%tkernel interpret\n{ADD}")
 
@@ -50,7 +52,7 @@ def test_vector_add_runs_in_the_engine_and_binds_the_trace(ip, monkeypatch):
 
 def test_name_binds_the_trace_too_and_quiet_displays_nothing(ip, monkeypatch, capsys):
     shown: list[object] = []
-    monkeypatch.setattr("kernel_nb.magic.display", shown.append)
+    monkeypatch.setattr("kernel_nb.magic.magics.display", shown.append)
 
     result = run(ip, f"%%tkernel interpret --quiet --name tr\n{ADD}")
 
@@ -338,6 +340,18 @@ def test_line_magic_sets_and_shows_the_defaults(ip, magics, capsys):
         "  --launch      every launch\n"
         "  --break       none\n"
         "  --pid         every program\n"
+        "  --numerics    gpu\n"
+        "  --poison      none\n"
+        "  --order       serial\n"
+        "  --seed        0\n"
+        "  --no-detect   off\n"
+        "  --serial      off\n"
+        "  --device      0\n"
+        "  --keep        gpu\n"
+        "  --rtol        per dtype\n"
+        "  --atol        per dtype\n"
+        "  --ir          off\n"
+        "  --target      this GPU's, else cuda:90\n"
         "  --quiet       on\n"
     )
     run(ip, f"%%tkernel interpret\n{ADD}")
@@ -348,6 +362,42 @@ def test_line_magic_sets_and_shows_the_defaults(ip, magics, capsys):
     run(ip, "%tkernel --reset")
     assert magics.defaults == kernel_nb.Options()
     assert magics.quiet is False
+
+
+def test_line_magic_lists_every_flag_that_keeps_a_default(ip, magics, capsys):
+    run(ip, "%tkernel --numerics stock --poison out_ptr,x --order shuffle --seed 3 --no-detect --serial")
+    capsys.readouterr()
+    run(ip, "%tkernel")
+    listed = capsys.readouterr().out.splitlines()[1:]
+
+    parser = magics.tkernel.parser
+    every_flag = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+    cell_only = ["--help", "--name", "--reset"]
+    assert [line.split()[0] for line in listed] == [f for f in every_flag if f not in cell_only]
+    assert [
+        line for line in listed if line.split()[0] in {"--numerics", "--poison", "--order", "--seed"}
+    ] == [
+        "  --numerics    stock",
+        "  --poison      out_ptr,x",
+        "  --order       shuffle",
+        "  --seed        3",
+    ]
+    assert "  --no-detect   on" in listed and "  --serial      on" in listed
+
+
+def test_line_magic_defaults_of_other_flags_reach_the_next_cell(ip, magics):
+    run(ip, "%tkernel --numerics stock --poison out_ptr --order reverse --serial --quiet")
+    result = run(ip, f"%%tkernel interpret\n{ADD}")
+
+    assert result.error_in_exec is None
+    options = magics.defaults
+    assert (options.numerics, options.poison, options.order, options.strategy) == (
+        "stock",
+        ("out_ptr",),
+        "reverse",
+        "serial",
+    )
+    assert ip.user_ns["_tk"][0].strategy == "serial"
 
 
 def test_line_magic_refuses_a_mode_and_a_name(ip):

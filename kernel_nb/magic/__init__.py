@@ -1,0 +1,22 @@
+"""``%load_ext kernel_nb``: the ``%%tkernel`` cell magic and the ``%tkernel`` line magic."""
+
+from __future__ import annotations
+
+from IPython.core.interactiveshell import InteractiveShell
+
+from kernel_nb.magic.magics import TKernelMagics
+
+__all__ = ["TKernelMagics", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def load_ipython_extension(ip: InteractiveShell) -> None:
+    """Register ``%%tkernel`` and ``%tkernel`` (``%load_ext kernel_nb``); loading twice is harmless."""
+    ip.register_magics(TKernelMagics)
+
+
+def unload_ipython_extension(ip: InteractiveShell) -> None:
+    """Remove the magics (``%unload_ext kernel_nb``, and the first half of ``%reload_ext``)."""
+    manager = ip.magics_manager
+    for kind in ("line", "cell"):
+        manager.magics[kind].pop("tkernel", None)
+    manager.registry.pop(TKernelMagics.__name__, None)

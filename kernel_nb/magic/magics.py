@@ -1,0 +1,123 @@
+"""The ``%%tkernel`` cell magic and the ``%tkernel`` line magic.
+
+The magic is a thin layer over the public API: it turns flags into `kernel_nb.Options` (see
+`kernel_nb.magic.flags`), runs the cell inside `kernel_nb.interpret`, binds the `Trace` to ``_tk``
+(and ``--name``) and displays it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from IPython.core.debugger import Pdb
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import parse_argstring
+from IPython.display import display
+
+import kernel_nb
+from kernel_nb.magic import cell as cells
+from kernel_nb.magic import flags, gpu_modes
+from kernel_nb.options import Options
+from kernel_nb.progress import Progress
+from kernel_nb.trace import Trace
+
+
+@magics_class
+class TKernelMagics(Magics):
+    """``%%tkernel`` and ``%tkernel``; the defaults set by ``%tkernel FLAGS`` live on the instance.
+
+    Attributes:
+        kept: every default a cell starts from (`kernel_nb.magic.flags.Defaults`).
+    """
+
+    def __init__(self, shell: InteractiveShell | None = None) -> None:
+        super().__init__(shell)
+        # Without nosigint, pdb's `continue` takes over Ctrl-C, and the stop button would drop into the
+        # debugger instead of ending the launch.
+        self.kept = flags.Defaults(Options(debugger=functools.partial(Pdb, nosigint=True)))
+
+    @property
+    def defaults(self) -> Options:
+        """The `Options` a cell starts from before its own flags apply."""
+        return self.kept.options
+
+    @defaults.setter
+    def defaults(self, options: Options) -> None:
+        self.kept = dataclasses.replace(self.kept, options=options)
+
+    @property
+    def quiet(self) -> bool:
+        """Whether cells display nothing unless they say otherwise."""
+        return bool(self.kept.magic["quiet"])
+
+    @flags.with_flags
+    @line_cell_magic
+    def tkernel(self, line: str, cell: str | None = None) -> Any:
+        """Run the cell's Triton launches through kernel_nb and show what each program computed.
+
+        ``%%tkernel interpret --pids 0:4 --name tr`` on top of a cell is, in plain Python::
+
+            import kernel_nb
+            options = kernel_nb.Options(pids=kernel_nb.options.parse_pids("0:4"))
+            with kernel_nb.interpret(options) as session:
+                ...  # the cell
+            _tk = tr = session.trace
+            display(kernel_nb.TraceViewer(_tk))
+
+        ``_tk`` is bound also when the cell fails, to what the launches recorded until then. The
+        value of the cell's last expression, if any, is the cell's output, as without the magic.
+
+        ``%tkernel FLAGS`` makes FLAGS the defaults of later cells; ``%tkernel`` shows them and
+        ``%tkernel --reset`` forgets them.
+
+        ``gpu``, ``compare`` and ``interpret --ir`` are `kernel_nb.gpu.run`, `kernel_nb.gpu.compare`
+        and `kernel_nb.gpu.interpret_with_ir`; `kernel_nb.magic.gpu_modes` shows the plain Python.
+        """
+        __tracebackhide__ = True
+        args = parse_argstring(self.tkernel, line)
+        if cell is None:
+            if line.strip():
+                self.kept = flags.new_defaults(args, self.kept)
+            else:
+                print(flags.describe_defaults(self.kept))
+            return None
+        if args.reset:
+            raise UsageError("--reset belongs to the line magic: write %tkernel --reset on its own line")
+        options = flags.cell_options(args, self.kept)
+        mode = args.mode or "interpret"
+        quiet = flags.quiet_of(args, self.kept)
+        if args.name is not None and not args.name.isidentifier():
+            raise UsageError(f"--name takes a variable name, got {args.name!r}")
+        gpu = flags.cell_gpu_options(mode, args, self.kept)
+        shell = self.shell
+        assert shell is not None
+        progress = None if quiet or mode == "gpu" else Progress()
+        options = dataclasses.replace(options, progress=progress)
+        if mode == "interpret" and not flags.ir_of(args, self.kept):
+            session = kernel_nb.interpret(options)
+            value = cells.run_in(shell, session, cell, progress, lambda: session.trace, args.name)
+            if not quiet:
+                display(_viewer(session.trace))
+            return value
+        gpu_session = gpu_modes.session_for(options, gpu)
+        value = cells.run_in(
+            shell, gpu_session, cell, progress, lambda: gpu_modes.result_of(gpu_session, mode), args.name
+        )
+        if not quiet:
+            if mode == "interpret":
+                display(_viewer(gpu_session.trace))
+            else:
+                gpu_modes.show(gpu_session, mode)
+        return value
+
+
+def _viewer(trace: Trace) -> object:
+    try:
+        from kernel_nb.view import TraceViewer
+    except ImportError:
+        return trace  # the trace's own HTML table and text summary
+    return TraceViewer(trace)
