@@ -18,17 +18,29 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kernel_nb.trace import Launch, Trace
-from kernel_nb.view import dispatch
+from kernel_nb.view import dispatch, static
 from kernel_nb.view import protocol as p
 from kernel_nb.view.assets import asset
-from kernel_nb.view.widget import TraceViewer
+from kernel_nb.view.state import Selection, viewer_meta
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 MISSING = "not in this offline export; open the notebook in Jupyter"
-STATE_KEYS = ("meta", "launch", "pid", "stmt", "iteration")
+
+
+class Shown(Protocol):
+    """A view of a trace at a selection, such as a `TraceViewer`."""
+
+    @property
+    def trace(self) -> Trace: ...
+
+    @property
+    def selection(self) -> Selection: ...
+
+
+Source = Trace | Launch | Shown
 
 
 @dataclass(frozen=True)
@@ -65,26 +77,40 @@ def request_key(request: dict[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def reply_table(source: TraceViewer | Trace | Launch, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReplyTable:
-    """Compute the replies an offline page embeds for a viewer (a trace: as a new viewer would open).
+def _resolve(source: Source, selection: Selection | None) -> tuple[Trace, Selection]:
+    if isinstance(source, Launch):
+        source = Trace(launches=[source])
+    if isinstance(source, Trace):
+        return source, Selection.first(source) if selection is None else selection
+    return source.trace, source.selection if selection is None else selection
+
+
+def _state(trace: Trace, selection: Selection) -> dict[str, Any]:
+    """The widget state the page starts from, as the live widget syncs it."""
+    return {"meta": viewer_meta(trace), **selection.traits()}
+
+
+def reply_table(
+    source: Source, selection: Selection | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> ReplyTable:
+    """Compute the replies an offline page embeds for a trace shown at a selection.
 
     Args:
-        source: the viewer whose selection is shown first, or a trace or launch.
+        source: a trace or launch, or a view of one (a `TraceViewer`: its trace and selection).
+        selection: what the page opens on; None: the view's, or what a new viewer would show.
         max_bytes: budget for the replies. The selected program's summary and selected value are
             kept whatever their size, so that the page opens on what the viewer shows.
 
     Returns:
         The table, and which programs it covers.
     """
-    viewer = source if isinstance(source, TraceViewer) else TraceViewer(source)
-    try:
-        return _table(viewer.trace, {k: getattr(viewer, k) for k in STATE_KEYS}, max_bytes)
-    finally:
-        if viewer is not source:
-            viewer.close()
+    trace, chosen = _resolve(source, selection)
+    return _table(trace, _state(trace, chosen), max_bytes)
 
 
-def export_html(source: TraceViewer | Trace | Launch, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+def export_html(
+    source: Source, selection: Selection | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> str:
     """A self-contained HTML fragment showing the viewer, interactive without a kernel.
 
     It inlines the viewer's ESM and CSS, the widget state and the replies of `reply_table`, and
@@ -92,21 +118,18 @@ def export_html(source: TraceViewer | Trace | Launch, *, max_bytes: int = DEFAUL
     Several fragments can share a page.
 
     Args:
-        source: a `TraceViewer` (its current selection is shown) or a trace or launch.
+        source: a trace or launch, or a view of one (a `TraceViewer`: its trace and selection).
+        selection: what the page opens on (see `reply_table`).
         max_bytes: budget for the embedded replies (see `reply_table`).
 
     Returns:
         HTML to put inside a page's body.
     """
-    viewer = source if isinstance(source, TraceViewer) else TraceViewer(source)
-    try:
-        state = {k: getattr(viewer, k) for k in STATE_KEYS}
-        table = _table(viewer.trace, state, max_bytes)
-        png = base64.b64encode(viewer.to_png()).decode("ascii")
-        trace = viewer.trace
-    finally:
-        if viewer is not source:
-            viewer.close()
+    trace, chosen = _resolve(source, selection)
+    state = _state(trace, chosen)
+    table = _table(trace, state, max_bytes)
+    png_bytes = static.render_png(trace, chosen.launch, chosen.pid, chosen.stmt, chosen.iteration)
+    png = base64.b64encode(png_bytes).decode("ascii")
     payload = {
         "esm": asset("viewer.js"),
         "state": state,
@@ -131,21 +154,29 @@ def export_html(source: TraceViewer | Trace | Launch, *, max_bytes: int = DEFAUL
 
 
 def page_html(
-    source: TraceViewer | Trace | Launch, *, title: str = "kernel_nb", max_bytes: int = DEFAULT_MAX_BYTES
+    source: Source,
+    selection: Selection | None = None,
+    *,
+    title: str = "kernel_nb",
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> str:
     """`export_html` as a whole page (see `TraceViewer.to_html`)."""
     return (
         f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         '<link rel="icon" href="data:,"></head>\n'
-        f'<body style="margin: 12px;">\n{export_html(source, max_bytes=max_bytes)}\n</body></html>\n'
+        f'<body style="margin: 12px;">\n{export_html(source, selection, max_bytes=max_bytes)}\n</body></html>\n'
     )
 
 
 def write_page(
-    source: TraceViewer | Trace | Launch, path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES
+    source: Source,
+    path: str | Path,
+    selection: Selection | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> str:
     """Write `page_html` to `path` and return it."""
-    text = page_html(source, title=Path(path).stem, max_bytes=max_bytes)
+    text = page_html(source, selection, title=Path(path).stem, max_bytes=max_bytes)
     Path(path).write_text(text, encoding="utf-8")
     return text
 

@@ -10,8 +10,9 @@ import anywidget
 import traitlets
 
 from kernel_nb.trace import Launch, Trace
-from kernel_nb.view import compare, dispatch, payloads, static
+from kernel_nb.view import dispatch, export, static
 from kernel_nb.view.assets import asset
+from kernel_nb.view.state import Selection, viewer_meta
 
 
 class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
@@ -37,15 +38,7 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, trace: Trace | Launch, **kwargs: Any) -> None:
         self.trace = trace if isinstance(trace, Trace) else Trace(launches=[trace])
-        launch, pid, stmt, iteration = payloads.default_selection(self.trace)
-        super().__init__(
-            meta=dict(compare.with_comparisons(payloads.viewer_meta(self.trace), self.trace)),
-            launch=launch,
-            pid=pid,
-            stmt=stmt,
-            iteration=iteration,
-            **kwargs,
-        )
+        super().__init__(meta=dict(viewer_meta(self.trace)), **Selection.first(self.trace).traits(), **kwargs)
         self.on_msg(self._on_request)
 
     def _on_request(self, _widget: object, content: dict[str, Any], _buffers: list[bytes]) -> None:
@@ -94,6 +87,11 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
                 self.iteration = list(records[-1].iteration)
         return self
 
+    @property
+    def selection(self) -> Selection:
+        """What the view points at now."""
+        return Selection(self.launch, tuple(self.pid), self.stmt, tuple(self.iteration))
+
     def to_png(self) -> bytes:
         """The current view as a PNG (what notebooks without the widget's JavaScript show)."""
         return static.render_png(self.trace, self.launch, tuple(self.pid), self.stmt, tuple(self.iteration))
@@ -109,12 +107,10 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
         Returns:
             The page's HTML.
         """
-        from kernel_nb.view import export  # export builds on this class
-
         budget = export.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
         if path is None:
-            return export.page_html(self, max_bytes=budget)
-        return export.write_page(self, path, max_bytes=budget)
+            return export.page_html(self.trace, self.selection, max_bytes=budget)
+        return export.write_page(self.trace, path, self.selection, max_bytes=budget)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         bundle = super()._repr_mimebundle_(**kwargs)
