@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from kernel_nb.trace import Trace
 from kernel_nb.view import protocol as p
@@ -11,25 +12,34 @@ from kernel_nb.view.compare import artifact_reply, compare_reply
 from kernel_nb.view.maps import buffer_reply, footprint_reply
 from kernel_nb.view.payloads import RequestError, program_reply, value_reply
 
+Answer = tuple[p.Reply, list[bytes]]
+Handler = Callable[[Trace, Any], Answer]
 
-def answer(trace: Trace, request: dict[str, Any]) -> tuple[p.Reply, list[bytes]]:
+
+def _no_buffers(build: Callable[[Trace, Any], p.Reply]) -> Handler:
+    return lambda trace, request: (build(trace, request), [])
+
+
+# Each request type's reply builder; a builder that sends no binary buffers is wrapped to send none.
+HANDLERS: dict[str, Handler] = {
+    "program": _no_buffers(program_reply),
+    "value": value_reply,
+    "footprint": footprint_reply,
+    "buffer": buffer_reply,
+    "compare": compare_reply,
+    "artifact": _no_buffers(artifact_reply),
+}
+
+
+def answer(trace: Trace, request: dict[str, Any]) -> Answer:
     """Answer one request from the browser; problems become an `ErrorReply`, never an exception."""
     rid = int(request.get("id", 0))
     try:
         kind = request.get("type")
-        if kind == "program":
-            return program_reply(trace, cast(p.ProgramRequest, request)), []
-        if kind == "value":
-            return value_reply(trace, cast(p.ValueRequest, request))
-        if kind == "footprint":
-            return footprint_reply(trace, cast(p.FootprintRequest, request))
-        if kind == "buffer":
-            return buffer_reply(trace, cast(p.BufferRequest, request))
-        if kind == "compare":
-            return compare_reply(trace, cast(p.CompareRequest, request))
-        if kind == "artifact":
-            return artifact_reply(trace, cast(p.ArtifactRequest, request)), []
-        raise RequestError(f"unknown request type {kind!r}")
+        handler = HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            raise RequestError(f"unknown request type {kind!r}")
+        return handler(trace, request)
     except (RequestError, KeyError, IndexError, ValueError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
         return {"type": "error", "id": rid, "message": str(message)}, []
