@@ -67,10 +67,19 @@ $(STAMP_CONF): pyproject.toml setup.py
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 
-lint: $(STAMP)
+# TypeScript checks the viewer's JSDoc types (js/jsconfig.json: checkJs, strict; nothing is emitted),
+# installed by npm from js/package-lock.json into js/node_modules.
+JS_STAMP := js/node_modules/.installed
+
+$(JS_STAMP): js/package.json js/package-lock.json
+	cd js && npm ci --no-audit --no-fund
+	touch $(JS_STAMP)
+
+lint: $(STAMP) $(JS_STAMP)
 	$(VENV)/bin/ruff check kernel_nb tests bench conformance setup.py
 	$(VENV)/bin/ruff format --check kernel_nb tests bench conformance setup.py
 	$(VENV)/bin/mypy
+	js/node_modules/.bin/tsc --noEmit -p js/jsconfig.json
 
 test: $(STAMP) $(STAMP_ALT) $(STAMP_OLD) chromium lint
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -7,16 +7,41 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernel_nb.trace import Launch, Trace
+from kernel_nb.view import protocol as p
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-# Kept equal to the constants at the top of js/viewer.js, so a PNG reads like the widget.
+# The viewer draws with these colours too: `palette()` sends them in its metadata, so a PNG reads
+# like the widget.
 CMAP = "viridis"
+# CMAP at 9 evenly spaced points, for the viewer's lookup table (it interpolates between them).
+CMAP_STOPS = (
+    "#440154",
+    "#472d7b",
+    "#3b528b",
+    "#2c728e",
+    "#21918c",
+    "#28ae80",
+    "#5ec962",
+    "#addc30",
+    "#fde725",
+)
 NAN_COLOR = "#ff00ff"
 POSINF_COLOR = "#ff3b30"
 NEGINF_COLOR = "#1e90ff"
 MASKED_COLOR = "#9e9e9e"
+
+
+def palette() -> p.PaletteMeta:
+    """The colours of values, as the viewer's metadata carries them."""
+    return {
+        "colormap": list(CMAP_STOPS),
+        "nan": NAN_COLOR,
+        "posinf": POSINF_COLOR,
+        "neginf": NEGINF_COLOR,
+        "masked": MASKED_COLOR,
+    }
 
 
 def plot(

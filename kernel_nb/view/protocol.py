@@ -182,8 +182,22 @@ class LaunchMeta(_LaunchRequired, total=False):
     artifacts: ArtifactsMeta | None
 
 
-class ViewerMeta(TypedDict):
+class PaletteMeta(TypedDict):
+    """The colours of values (kernel_nb.view.plot): colormap stops and the special values, as #rrggbb."""
+
+    colormap: list[str]
+    nan: str
+    posinf: str
+    neginf: str
+    masked: str
+
+
+class _ViewerRequired(TypedDict):
     launches: list[LaunchMeta]
+
+
+class ViewerMeta(_ViewerRequired, total=False):
+    palette: PaletteMeta  # added by kernel_nb.view.state with the comparisons
 
 
 # Requests (browser → Python). `id` is echoed in the reply so stale replies can be dropped.

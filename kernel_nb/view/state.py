@@ -8,6 +8,7 @@ from typing import Any
 from kernel_nb.trace import Trace
 from kernel_nb.view import compare, payloads
 from kernel_nb.view import protocol as p
+from kernel_nb.view.plot import palette
 
 
 @dataclass(frozen=True)
@@ -43,5 +44,8 @@ class Selection:
 
 
 def viewer_meta(trace: Trace) -> p.ViewerMeta:
-    """The widget's `meta` trait: every launch's metadata with its comparison and IR stages."""
-    return compare.with_comparisons(payloads.viewer_meta(trace), trace)
+    """The widget's `meta` trait: every launch's metadata with its comparison and IR stages, and the palette."""
+    meta = compare.with_comparisons(payloads.viewer_meta(trace), trace)
+    if meta["launches"]:  # an empty trace draws nothing, and its metadata stays {"launches": []}
+        meta["palette"] = palette()
+    return meta

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 
 import matplotlib
@@ -63,3 +64,23 @@ def test_static_png_says_why_when_nothing_is_drawn(add_trace: Trace) -> None:
         png = render_png(add_trace, 0, pid, stmt, ())
         image = matplotlib.image.imread(io.BytesIO(png))
         assert image.shape[0] > 100
+
+
+def test_the_palette_the_viewer_gets_is_the_colormap_plot_draws_with(add_trace):
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    # kernel_nb.view re-exports the function plot(), which hides the module of the same name
+    plot_module = importlib.import_module("kernel_nb.view.plot")
+    from kernel_nb.view import TraceViewer
+
+    cmap = matplotlib.colormaps[plot_module.CMAP]
+    stops = len(plot_module.CMAP_STOPS)
+    assert list(plot_module.CMAP_STOPS) == [to_hex(cmap(i / (stops - 1))) for i in range(stops)]
+    assert TraceViewer(add_trace).meta["palette"] == {
+        "colormap": list(plot_module.CMAP_STOPS),
+        "nan": plot_module.NAN_COLOR,
+        "posinf": plot_module.POSINF_COLOR,
+        "neginf": plot_module.NEGINF_COLOR,
+        "masked": plot_module.MASKED_COLOR,
+    }
