@@ -271,9 +271,9 @@ def with_flags(func: Callable[..., Any]) -> Callable[..., Any]:
     """The ``@magic_arguments`` and ``@argument`` decorators of every flag, in the table's order."""
     # IPython builds the parser from the decorators in reverse order of application.
     for flag in reversed(FLAGS):
-        names = (flag.name,) if flag.name.startswith("-") else ()
-        keywords = {"dest": flag.dest} if names else {}
-        func = argument(*names or (flag.name,), help=flag.help, **keywords, **flag.parse)(func)
+        # argparse names a positional argument's value after the argument itself.
+        keywords = {"dest": flag.dest} if flag.name.startswith("-") else {}
+        func = argument(flag.name, help=flag.help, **keywords, **flag.parse)(func)
     decorated: Callable[..., Any] = magic_arguments()(func)
     return decorated
 
