@@ -23,6 +23,9 @@ class Session:
     anywhere (earlier cells, other modules, installed libraries) are covered. Leaving the session
     restores Triton exactly: the same kernels compile for the GPU afterwards.
 
+    The session owns every patch; what a launch does is `_on_launch`, which the GPU session
+    (`kernel_nb.gpu.GpuSession`) overrides and nothing else.
+
     Attributes:
         trace: one `Launch` per interpreted launch, in order (failed launches included).
         options: the options it runs under.
@@ -31,9 +34,10 @@ class Session:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.trace = Trace()
-        self._engine = Engine(options)
+        self._engine: Engine | None = None
         self._seen = 0
         self._snapshot: NamespaceSnapshot | None = None
+        self._triton_run: Any = None
 
     @property
     def launches(self) -> list[Launch]:
@@ -42,9 +46,9 @@ class Session:
     def __enter__(self) -> Session:
         jit = triton_compat.JIT_FUNCTION
         if getattr(jit.run, _ACTIVE_MARK, False):
-            raise RuntimeError("kernel_nb.interpret() is already active: sessions cannot be nested")
+            raise RuntimeError("a kernel_nb session is already active: sessions cannot be nested")
         self._snapshot = NamespaceSnapshot([jit, triton_compat.AUTOTUNER])
-        original_run = jit.run
+        self._triton_run = jit.run
         session = self
 
         def run(kernel: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
@@ -52,9 +56,8 @@ class Session:
                 return None
             index = session._seen
             session._seen += 1
-            if session.options.launch is not None and index != session.options.launch:
-                return original_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
-            return session._interpret(kernel, grid, args, kwargs)
+            selected = session.options.launch is None or index == session.options.launch
+            return session._on_launch(kernel, grid, args, kwargs, selected)
 
         def autotuner_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
             return run_chosen_config(tuner, session.options.autotune_config, args, kwargs)
@@ -64,22 +67,37 @@ class Session:
         triton_compat.AUTOTUNER.run = autotuner_run
         return self
 
-    def _interpret(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        index = len(self.trace.launches)
-        try:
-            launch = self._engine.launch(kernel, grid, args, kwargs, index)
-        except (KernelError, LaunchInterrupted) as error:
-            if error.launch is not None:
-                self.trace.launches.append(error.launch)
-            raise
-        self.trace.launches.append(launch)
-
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._snapshot is not None:
             self._snapshot.restore()
             self._snapshot = None
+
+    def _on_launch(
+        self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: bool
+    ) -> Any:
+        """What one launch does; `selected` is False for the launches `Options.launch` leaves alone."""
+        if not selected:
+            return self._run_as_triton(kernel, grid, args, kwargs)
+        self._interpret(kernel, grid, args, kwargs)
+        return None
+
+    def _run_as_triton(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The launch as Triton itself would run it (the `JITFunction.run` the session replaced)."""
+        return self._triton_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+
+    def _interpret(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch:
+        if self._engine is None:
+            self._engine = Engine(self.options)
+        try:
+            launch = self._engine.launch(kernel, grid, args, kwargs, len(self.trace.launches))
+        except (KernelError, LaunchInterrupted) as error:
+            if error.launch is not None:
+                self.trace.launches.append(error.launch)
+            raise
+        self.trace.launches.append(launch)
+        return launch
 
 
 def interpret(options: Options | None = None, **overrides: Any) -> Session:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, target_names
 
 PROBE = "__tk__"
 
@@ -140,15 +141,7 @@ def rewrite(
     fdef = transformed
     instrumenter.reads = _reads(fdef.body)
     instrumenter.locals = _local_names(fdef)
-    # the arguments are values too: a program's records start with its inputs
-    arg_records = (
-        [
-            instrumenter.record_call(a.arg, fdef.lineno, "arg", fdef)
-            for a in fdef.args.args + fdef.args.kwonlyargs
-        ]
-        if instrument
-        else []
-    )
+    arg_records = [s for site in argument_sites(fdef) for s in instrumenter.after(site)]
     fdef.body = arg_records + instrumenter.block(fdef.body)
     ast.fix_missing_locations(tree)
     code = compile(tree, filename=file, mode="exec")
@@ -168,7 +161,10 @@ def rewrite(
     )
 
 
-class _Instrumenter:
+class _Instrumenter(SiteWalker):
+    """Puts a record of the value after every site, loop counters around loops, and the probe's
+    `brk` before the statements of breakpoint lines."""
+
     def __init__(self, instrument: bool, breakpoints: set[int]) -> None:
         self.instrument = instrument
         self.breakpoints = breakpoints
@@ -177,61 +173,35 @@ class _Instrumenter:
         self.reads: Counter[str] = Counter()  # how often the function reads each name, as written
         self.locals: set[str] = set()  # the function's parameters and the names it assigns
 
-    def record_call(
-        self, name: str, line: int, kind: str, where: ast.AST, reads: list[ast.expr] | None = None
-    ) -> ast.stmt:
+    def after(self, site: Site) -> list[ast.stmt]:
+        if not self.instrument:
+            return []
         sid = len(self.statements)
-        expressions = reads or []
+        expressions = [] if site.reads is None else [site.reads]
         self.statements.append(
             LocalStatement(
-                line,
-                name,
-                kind,
+                site.line,
+                site.name,
+                site.kind,
                 operands=tuple(sorted({n for e in expressions for n in _names_read(e)})),
                 makes_inf=any(_makes_inf(e) for e in expressions),
                 loads=any(_calls(e, "load") for e in expressions),
             )
         )
-        return self._probe_call("record", where, ast.Constant(sid), ast.Name(name, ast.Load()))
+        return [self._probe_call("record", site.node, ast.Constant(sid), ast.Name(site.name, ast.Load()))]
+
+    def before(self, stmt: ast.stmt) -> list[ast.stmt]:
+        return (
+            [self._probe_call("brk", stmt, ast.Constant(stmt.lineno))]
+            if stmt.lineno in self.breakpoints
+            else []
+        )
 
     def _probe_call(self, method: str, where: ast.AST, *args: ast.expr) -> ast.stmt:
         call = ast.Expr(
             ast.Call(ast.Attribute(ast.Name(PROBE, ast.Load()), method, ast.Load()), list(args), [])
         )
         return ast.copy_location(call, where)
-
-    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for stmt in body:
-            if stmt.lineno in self.breakpoints:
-                out.append(self._probe_call("brk", stmt, ast.Constant(stmt.lineno)))
-            out.extend(self.statement(stmt))
-        return out
-
-    def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
-        if isinstance(stmt, (ast.For, ast.While)):
-            return self.loop(stmt)
-        if isinstance(stmt, ast.If):
-            stmt.body = self.block(stmt.body)
-            stmt.orelse = self.block(stmt.orelse)
-            return [stmt]
-        if isinstance(stmt, (ast.With, ast.Try)):
-            stmt.body = self.block(stmt.body)
-            return [stmt]
-        if not self.instrument:
-            return [stmt]
-        if isinstance(stmt, ast.Assign):
-            names = [n for target in stmt.targets for n in target_names(target)]
-            return [stmt, *(self.record_call(n, stmt.lineno, "assign", stmt, [stmt.value]) for n in names)]
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            target = ast.Name(stmt.target.id, ast.Load())
-            return [
-                stmt,
-                self.record_call(stmt.target.id, stmt.lineno, "augassign", stmt, [target, stmt.value]),
-            ]
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
-            return [stmt, self.record_call(stmt.target.id, stmt.lineno, "assign", stmt, [stmt.value])]
-        return [stmt]
 
     def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
         names = self._masked_range(stmt)  # before the body is instrumented: its names as written
@@ -245,8 +215,7 @@ class _Instrumenter:
             stmt.body = head + body + tail
             return [stmt]
         head.insert(0, self._probe_call("loop_next", stmt))
-        if isinstance(stmt, ast.For):
-            head.extend(self.record_call(n, stmt.lineno, "loop", stmt) for n in target_names(stmt.target))
+        head.extend(self.loop_head(stmt))  # after the body's sites: the statement table's order
         stmt.body = head + body + tail
         return [self._probe_call("loop_enter", stmt), stmt, self._probe_call("loop_exit", stmt)]
 
@@ -359,17 +328,6 @@ def _local_names(fdef: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
     return names
-
-
-def target_names(target: ast.expr) -> list[str]:
-    """The names an assignment target binds (`a`, `a, (b, *c)`)."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in target_names(element)]
-    if isinstance(target, ast.Starred):
-        return target_names(target.value)
-    return []
 
 
 def _reads(body: list[ast.stmt]) -> Counter[str]:

@@ -41,7 +41,7 @@ import triton
 import triton.language as tl
 
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.rewrite import target_names
+from kernel_nb.engine.sites import Site, SiteWalker, argument_sites
 from kernel_nb.gpu.generated import sources_directory
 from kernel_nb.gpu.precision import StatementFacts, facts_of
 from kernel_nb.trace import Launch, Pid, Record
@@ -270,7 +270,9 @@ class _Generator:
         if fn.__code__ in self.variants:
             return self.variants[fn.__code__]
         try:
-            lines, start = inspect.getsourcelines(fn)
+            # the source Triton compiles (and the interpreter runs): `_unsafe_update_src`'s, if given
+            updated = triton_compat.updated_source(jit)
+            lines, start = inspect.getsourcelines(fn) if updated is None else ([updated[0]], updated[1])
             file = inspect.getsourcefile(fn) or fn.__code__.co_filename
         except (OSError, TypeError) as exc:
             raise InstrumentError(f"{fn.__name__}: cannot read its source ({exc})") from exc
@@ -364,8 +366,8 @@ def _resolve(expr: ast.expr, namespace: dict[str, Any]) -> Any:
     return None
 
 
-class _Body:
-    """Inserts a probe after each statement the interpreter records, in the places it records them."""
+class _Body(SiteWalker):
+    """Inserts a probe after each site the interpreter records (the same walk: engine.sites)."""
 
     def __init__(self, generator: _Generator, fdef: ast.FunctionDef, file: str, kernel: bool) -> None:
         self.g = generator
@@ -392,54 +394,18 @@ class _Body:
         )
 
     def arguments(self) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for a in self.fdef.args.args + self.fdef.args.kwonlyargs:
-            out.extend(self.probe(a.arg, self.fdef.lineno, "arg", []))
-        return out
+        return [s for site in argument_sites(self.fdef) for s in self.after(site)]
 
-    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for stmt in body:
-            out.extend(self.statement(stmt))
-        return out
-
-    def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
-        if isinstance(stmt, (ast.For, ast.While)):
-            head: list[ast.stmt] = []
-            if isinstance(stmt, ast.For):
-                for name in target_names(stmt.target):
-                    head.extend(self.probe(name, stmt.lineno, "loop", []))
-            stmt.body = head + self.block(stmt.body)
-            stmt.orelse = self.block(stmt.orelse)
-            return [stmt]
-        if isinstance(stmt, ast.If):
-            stmt.body = self.block(stmt.body)
-            stmt.orelse = self.block(stmt.orelse)
-            return [stmt]
-        if isinstance(stmt, (ast.With, ast.Try)):
-            stmt.body = self.block(stmt.body)
-            return [stmt]
-        if isinstance(stmt, ast.Assign):
-            names = [n for target in stmt.targets for n in target_names(target)]
-            return [stmt, *(p for n in names for p in self.probe(n, stmt.lineno, "assign", [stmt.value]))]
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            name = stmt.target.id
-            fused = ast.BinOp(ast.Name(name, ast.Load()), stmt.op, stmt.value)
-            return [stmt, *self.probe(name, stmt.lineno, "augassign", [fused])]
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
-            return [stmt, *self.probe(stmt.target.id, stmt.lineno, "assign", [stmt.value])]
-        return [stmt]
-
-    def probe(self, name: str, line: int, kind: str, reads: list[ast.expr]) -> list[ast.stmt]:
-        queue = self.ids.get((line, name, kind))
+    def after(self, site: Site) -> list[ast.stmt]:
+        queue = self.ids.get((site.line, site.name, site.kind))
         if not queue:
             return []
         stmt = queue.popleft()
-        self.g.facts[stmt] = facts_of(reads)
+        self.g.facts[stmt] = facts_of([] if site.reads is None else [site.reads])
         point = self.g.layout.points.get(stmt)
         if point is None:
             return []
-        return _parse(_probe_source(name, point, self.g.layout.capacity, self.g.layout.header))
+        return _parse(_probe_source(site.name, point, self.g.layout.capacity, self.g.layout.header))
 
 
 def _probe_source(name: str, point: ProbePoint, capacity: int, header: int) -> str:

@@ -18,22 +18,18 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from kernel_nb import diff
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.patches import NamespaceSnapshot
-from kernel_nb.engine.run import Engine
-from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
 from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
 from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
-from kernel_nb.session import _ACTIVE_MARK, run_chosen_config
-from kernel_nb.trace import Launch, Pid, Trace
+from kernel_nb.session import Session
+from kernel_nb.trace import Launch, Pid
 
 Mode = Literal["gpu", "compare", "interpret"]
 Keep = Literal["gpu", "cpu"]
@@ -92,13 +88,13 @@ class GpuOptions:
             parse_target(self.target)
 
 
-class GpuSession:
+class GpuSession(Session):
     """Runs every Triton launch made inside it according to `GpuOptions.mode`.
 
-    Like `kernel_nb.Session` it intercepts `JITFunction.run` and `Autotuner.run` (an autotuned kernel
-    runs the config `Options.autotune_config` picks, on both sides, without benchmarking) and restores
-    Triton exactly on exit. `Options.launch` limits the mode to one launch; the others run on the GPU
-    ("gpu", "compare") or as Triton would ("interpret").
+    Like `kernel_nb.Session`, whose interception it shares, it intercepts `JITFunction.run` and
+    `Autotuner.run` (an autotuned kernel runs the config `Options.autotune_config` picks, on both
+    sides, without benchmarking) and restores Triton exactly on exit. `Options.launch` limits the
+    mode to one launch; the others run on the GPU ("gpu", "compare") or as Triton would ("interpret").
 
     Attributes:
         trace: the interpreted launches ("compare", "interpret"), with `comparison` and `artifacts`.
@@ -113,62 +109,29 @@ class GpuSession:
         launcher: Launcher | None = None,
         prober: Prober | None = None,
     ) -> None:
-        self.options = options or Options()
+        super().__init__(options or Options())
         self.gpu_options = gpu or GpuOptions()
-        self.trace = Trace()
         self.gpu = GpuTrace()
-        self._engine = Engine(self.options) if self.gpu_options.mode != "gpu" else None
         self._launcher = launcher or self._device_launcher
         # a session with its own launcher has no device to probe on unless it brings a prober too
         self._prober = prober or (self._device_prober if launcher is None else None)
-        self._seen = 0
-        self._snapshot: NamespaceSnapshot | None = None
-        self._original_run: RunFunction | None = None
 
     def __enter__(self) -> GpuSession:
-        jit = triton_compat.JIT_FUNCTION
-        if getattr(jit.run, _ACTIVE_MARK, False):
-            raise RuntimeError("a kernel_nb session is already active: sessions cannot be nested")
         # fail before the cell runs, not in its middle
         if self.gpu_options.mode == "interpret":
             gpu_device.require(need="compile", target=self._target().split(":")[0])
         elif self._launcher == self._device_launcher:
             gpu_device.require(self.gpu_options.device)
-        self._snapshot = NamespaceSnapshot([jit, triton_compat.AUTOTUNER])
-        self._original_run = jit.run
-        session = self
-
-        def run(kernel: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
-            if warmup:
-                return None
-            index = session._seen
-            session._seen += 1
-            selected = session.options.launch is None or index == session.options.launch
-            return session._launch(kernel, grid, args, kwargs, selected)
-
-        def autotuner_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-            return run_chosen_config(tuner, session.options.autotune_config, args, kwargs)
-
-        setattr(run, _ACTIVE_MARK, True)
-        jit.run = run
-        triton_compat.AUTOTUNER.run = autotuner_run
+        super().__enter__()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._snapshot is not None:
-            self._snapshot.restore()
-            self._snapshot = None
-
-    def _launch(
+    def _on_launch(
         self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: bool
     ) -> Any:
         mode = self.gpu_options.mode
-        assert self._original_run is not None
         if mode == "interpret":
             if not selected:
-                return self._original_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+                return self._run_as_triton(kernel, grid, args, kwargs)
             launch = self._interpret(kernel, grid, args, kwargs)
             launch.artifacts = compile_for_target(
                 kernel, args, kwargs, self._target(), sass=self.gpu_options.sass
@@ -176,33 +139,21 @@ class GpuSession:
             return None
         if mode == "gpu" or not selected:
             self.gpu.launches.append(
-                self._launcher(self._original_run, kernel, grid, args, kwargs, len(self.gpu))
+                self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
             )
             return None
         self._compare(kernel, grid, args, kwargs)
         return None
 
-    def _interpret(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch:
-        assert self._engine is not None
-        try:
-            launch = self._engine.launch(kernel, grid, args, kwargs, len(self.trace))
-        except (KernelError, LaunchInterrupted) as error:
-            if error.launch is not None:
-                self.trace.launches.append(error.launch)
-            raise
-        self.trace.launches.append(launch)
-        return launch
-
     def _compare(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Interpret, restore the inputs, run compiled, compare; leave the kept side's results."""
-        assert self._original_run is not None
         arguments = describe(triton_compat.innermost_jit(kernel).fn, args, kwargs)
         before = arguments.snapshot()
         launch = self._interpret(kernel, grid, args, kwargs)
         cpu = arguments.snapshot()
         arguments.restore(before)
         try:
-            gpu_launch = self._launcher(self._original_run, kernel, grid, args, kwargs, len(self.gpu))
+            gpu_launch = self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
         except BaseException:
             arguments.restore(before)  # the failed side leaves nothing behind, the other is dropped too
             raise
@@ -221,7 +172,7 @@ class GpuSession:
                     args,
                     kwargs,
                     pids,
-                    run=self._original_run,
+                    run=self._triton_run,
                     prober=self._prober,
                     device=gpu_launch.device,
                     rtol=self.gpu_options.rtol,

@@ -99,6 +99,19 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr, BLOCK_K: tl.constexp
     tl.store(c_ptr + offs_m[:, None] * (BLOCK * tl.num_programs(1)) + offs_n[None, :], acc)
 
 
+@triton.jit
+def sites_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # every kind of site: a tuple unpacked, an annotated assignment, +=, a loop variable
+    lo, hi = tl.program_id(0) * BLOCK, (tl.program_id(0) + 1) * BLOCK
+    offs: tl.tensor = lo + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < hi)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(3):
+        acc += x * i
+    y = acc * 0.5
+    tl.store(out_ptr + offs, y)
+
+
 def _line(kernel, text):
     lines, start = inspect.getsourcelines(kernel.fn)
     return start + next(i for i, line in enumerate(lines) if text in line)

@@ -120,3 +120,31 @@ def test_a_program_that_did_not_run_is_refused():
     launch = interpret(kernel, grid, args, kwargs)
     with pytest.raises(InstrumentError, match=r"program \(5, 0, 0\) did not run"):
         instrument(kernel, launch, [(5, 0, 0)])
+
+
+def test_every_kind_of_site_is_logged_where_the_interpreter_records_it():
+    kernel, grid, args, kwargs = (
+        dk.sites_kernel,
+        (2,),
+        (RNG.random(64, dtype=np.float32), np.zeros(64, np.float32)),
+        {"BLOCK": 32},
+    )
+    launch, probed, divergence = probe_on_cpu(kernel, grid, args, kwargs, [(1, 0, 0)])
+    kinds = {(s.name, s.kind) for s in launch.statements}
+    assert {("lo", "assign"), ("hi", "assign"), ("acc", "augassign"), ("i", "loop"), ("y", "assign")} <= kinds
+    program = divergence.programs[0]
+    assert {s.status for s in program.statements} == {"match"}, divergence.table()
+    assert len(program.statements) == len(launch.programs[(1, 0, 0)].records)
+
+
+def test_a_source_edited_with_unsafe_update_src_is_probed_as_edited():
+    import triton
+
+    kernel = triton.JITFunction(dk.sites_kernel.fn)
+    kernel._unsafe_update_src(kernel.src.replace("acc += x * i", "acc += x * (i + 1)"))
+    x = RNG.random(64, dtype=np.float32)
+    _, probed, divergence = probe_on_cpu(
+        kernel, (2,), (x, np.zeros(64, np.float32)), {"BLOCK": 32}, [(0, 0, 0)]
+    )
+    assert "acc += x * (i + 1)" in probed.sources["sites_kernel"]
+    assert {s.status for s in divergence.programs[0].statements} == {"match"}, divergence.table()
