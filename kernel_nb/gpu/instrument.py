@@ -40,10 +40,10 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from kernel_nb.compare import StatementFacts, facts_of
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.rewrite import target_names
 from kernel_nb.gpu.generated import sources_directory
-from kernel_nb.gpu.precision import StatementFacts, facts_of
 from kernel_nb.trace import Launch, Pid, Record
 
 PROBE = "_tk_probe"

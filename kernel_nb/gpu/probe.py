@@ -11,14 +11,13 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from kernel_nb import diff
-from kernel_nb.divergence import Divergence, Probe, compare_program
+from kernel_nb.compare import Probe, compare_program, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, DevicePointer, Staged, describe, stage
 from kernel_nb.gpu.instrument import PROBE, ProbedKernel, ProgramLog, instrument, read_log
 from kernel_nb.gpu.runner import GpuLaunchError, RunFunction
-from kernel_nb.trace import Launch, Pid
+from kernel_nb.trace import Divergence, Launch, Pid
 
 
 @dataclass
@@ -89,7 +88,7 @@ def run_probed(
     return ProbeRun(
         logs=read_log(probed.layout, data),
         addresses=device_addresses(arguments, staged),
-        tf32=diff.uses_tf32_dots(ttir),
+        tf32=uses_tf32_dots(ttir),
         outputs=outputs,
         duration_s=time.perf_counter() - started,
     )
