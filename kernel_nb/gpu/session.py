@@ -33,7 +33,7 @@ from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
 from kernel_nb.session import _ACTIVE_MARK, run_chosen_config
-from kernel_nb.trace import Comparison, Launch, Pid, Trace
+from kernel_nb.trace import Comparison, Launch, Pid, Trace, as_pid
 
 Mode = Literal["gpu", "compare", "interpret"]
 Keep = Literal["gpu", "cpu"]
@@ -375,14 +375,8 @@ def divergence(options: Options | None = None, *, pids: Any = None, **gpu: Any) 
     """
     options = options or Options()
     if pids is not None:
-        options = dataclasses.replace(options, pids=tuple(_pid(p) for p in pids))
+        options = dataclasses.replace(options, pids=tuple(as_pid(p) for p in pids))
     return GpuSession(options, GpuOptions(**{**gpu, "mode": "compare", "divergence": True}))
-
-
-def _pid(pid: Any) -> Pid:
-    values = (pid,) if isinstance(pid, int) else tuple(pid)
-    padded = tuple(int(v) for v in values) + (0,) * (3 - len(values))
-    return (padded[0], padded[1], padded[2])
 
 
 def interpret_with_ir(options: Options | None = None, **gpu: Any) -> GpuSession:
