@@ -5,6 +5,9 @@ those bits as integers; it truncates fp32 → bf16 where the GPU rounds to neare
 is exact fp32 whatever `input_precision` says; and float → int casts wrap where NVIDIA GPUs
 saturate. The functions here compute what an NVIDIA GPU computes (values measured on an H200 are
 kept as test fixtures in tests/engine/fixtures/).
+
+The numpy types of Triton's element types (`NUMPY_TYPES`) are here too, for the probe and the
+comparisons as for the arithmetic.
 """
 
 from __future__ import annotations
