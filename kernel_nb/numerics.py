@@ -5,6 +5,9 @@ those bits as integers; it truncates fp32 → bf16 where the GPU rounds to neare
 is exact fp32 whatever `input_precision` says; and float → int casts wrap where NVIDIA GPUs
 saturate. The functions here compute what an NVIDIA GPU computes (values measured on an H200 are
 kept as test fixtures in tests/engine/fixtures/).
+
+The numpy types of Triton's element types (`NUMPY_TYPES`) are here too, for the probe and the
+comparisons as for the arithmetic.
 """
 
 from __future__ import annotations
@@ -12,18 +15,50 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-# Triton element type name → the ml_dtypes type whose bits the interpreter stores.
-BITS_TYPES: dict[str, type] = {
+# Triton's element type names → the numpy type that holds their values (ml_dtypes for bf16 and
+# fp8). The one such table: `engine.triton_compat.TL_DTYPES` maps the other way, numpy names to
+# Triton's type objects.
+NUMPY_TYPES: dict[str, type] = {
+    "int1": np.bool_,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "fp16": np.float16,
+    "fp32": np.float32,
+    "fp64": np.float64,
     "bf16": ml_dtypes.bfloat16,
     "fp8e4nv": ml_dtypes.float8_e4m3fn,
     "fp8e5": ml_dtypes.float8_e5m2,
     "fp8e4b8": ml_dtypes.float8_e4m3fnuz,
     "fp8e5b16": ml_dtypes.float8_e5m2fnuz,
+}
+# Triton element type name → the ml_dtypes type whose bits the interpreter stores.
+BITS_TYPES: dict[str, type] = {
+    **{name: NUMPY_TYPES[name] for name in ("bf16", "fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16")},
     # fp8e4b15 (exponent bias 15, every encoding finite, 0x80 is -0) has no ml_dtypes type: it is
     # e4m3b11fnuz scaled by 2**-4, with 0x80 read as -0 where that type reads NaN
     "fp8e4b15": ml_dtypes.float8_e4m3b11fnuz,
 }
+# numpy's names of the ml_dtypes types, which np.dtype does not know by name
+_BY_NAME: dict[str, type] = {np.dtype(t).name: t for t in BITS_TYPES.values()}
+# the ml_dtypes floats that torch tensors hold and comparisons measure in ulps
+_COMPARED = frozenset(np.dtype(NUMPY_TYPES[name]).name for name in ("bf16", "fp8e4nv", "fp8e5"))
 _B15_SCALE = np.float32(16.0)
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """A numpy dtype by its name, ml_dtypes' names ("bfloat16", "float8_e4m3fn", ...) included."""
+    return np.dtype(_BY_NAME.get(name, name))
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """Whether a buffer of `dtype` is compared as floats: numpy's, bf16 and the two fp8 of torch."""
+    return dtype.kind == "f" or dtype.name in _COMPARED
 
 
 def is_bits_float(type_name: str) -> bool:

@@ -35,15 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
 
+from kernel_nb.compare import StatementFacts, facts_of
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites
 from kernel_nb.gpu.generated import sources_directory
-from kernel_nb.gpu.precision import StatementFacts, facts_of
+from kernel_nb.numerics import NUMPY_TYPES
 from kernel_nb.trace import Launch, Pid, Record
 
 PROBE = "_tk_probe"
@@ -60,22 +60,11 @@ _TL_NAMES = {
     for name, value in reversed(list(vars(tl).items()))
     if isinstance(value, tl.dtype) and not isinstance(value, tl.pointer_type) and str(value) != "void"
 }
+# bool values are stored as bytes; the fp8 types of AMD GPUs are not logged
 _NUMPY: dict[str, Any] = {
-    "int1": np.int8,  # bool values are stored as bytes
-    "int8": np.int8,
-    "int16": np.int16,
-    "int32": np.int32,
-    "int64": np.int64,
-    "uint8": np.uint8,
-    "uint16": np.uint16,
-    "uint32": np.uint32,
-    "uint64": np.uint64,
-    "fp16": np.float16,
-    "fp32": np.float32,
-    "fp64": np.float64,
-    "bf16": ml_dtypes.bfloat16,
-    "fp8e4nv": ml_dtypes.float8_e4m3fn,
-    "fp8e5": ml_dtypes.float8_e5m2,
+    name: np.int8 if name == "int1" else kind
+    for name, kind in NUMPY_TYPES.items()
+    if name not in ("fp8e4b8", "fp8e5b16")
 }
 
 

@@ -8,17 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from kernel_nb import diff
-from kernel_nb.divergence import Divergence, Probe, compare_program
+from kernel_nb.compare import Probe, compare_program, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, DevicePointer, Staged, describe, stage
 from kernel_nb.gpu.instrument import PROBE, ProbedKernel, ProgramLog, instrument, read_log
 from kernel_nb.gpu.runner import GpuLaunchError, RunFunction
-from kernel_nb.trace import Launch, Pid
+from kernel_nb.numerics import numpy_dtype
+from kernel_nb.trace import Divergence, Launch, Pid
 
 
 @dataclass
@@ -89,7 +88,7 @@ def run_probed(
     return ProbeRun(
         logs=read_log(probed.layout, data),
         addresses=device_addresses(arguments, staged),
-        tf32=diff.uses_tf32_dots(ttir),
+        tf32=uses_tf32_dots(ttir),
         outputs=outputs,
         duration_s=time.perf_counter() - started,
     )
@@ -119,11 +118,6 @@ def _span(leaf: Any, staged: Staged, arguments: Arguments) -> np.ndarray:
     return region.span(leaf, region.read())
 
 
-_STORAGE = {
-    "bfloat16": ml_dtypes.bfloat16,
-    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2,
-}
 # prober(run, probed, grid, args, kwargs) -> ProbeRun; the default launches on the session's device.
 Prober = Callable[[RunFunction, ProbedKernel, Any, tuple[Any, ...], dict[str, Any]], ProbeRun]
 
@@ -200,9 +194,7 @@ def addresses_from_log(launch: Launch, logs: dict[Pid, ProgramLog]) -> dict[str,
     For a variant that ran where the caller cannot see the addresses (interpreted on copies of the
     arrays); arguments inside tuples and descriptors are not logged on entry and are left out.
     """
-    itemsizes = {
-        a.name: np.dtype(_STORAGE.get(a.dtype, a.dtype)).itemsize for a in launch.args if a.kind == "buffer"
-    }
+    itemsizes = {a.name: numpy_dtype(a.dtype).itemsize for a in launch.args if a.kind == "buffer"}
     out: dict[str, tuple[int, int]] = {}
     for pid, log in logs.items():
         logged: dict[int, bytes] = {}

@@ -2,7 +2,7 @@
 
 * "gpu": every launch is compiled by Triton and run on the GPU, host arrays staged through CuPy.
 * "compare": every launch runs interpreted and compiled from identical inputs; the buffers are
-  compared (`kernel_nb.diff`) and the cell goes on with one side's results.
+  compared (`kernel_nb.compare`) and the cell goes on with one side's results.
   With `GpuOptions.divergence`, a probed variant of the kernel also logs some programs' statement
   values on the GPU, and `Launch.divergence` says where they first leave the interpreter's.
 * "interpret": every launch is interpreted, and the kernel is also compiled for a CUDA target (no GPU
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from kernel_nb import diff
+from kernel_nb.compare import compare_buffer, tolerance_for, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
@@ -29,7 +29,7 @@ from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
 from kernel_nb.session import Session
-from kernel_nb.trace import Launch, Pid
+from kernel_nb.trace import Comparison, Launch, Pid, as_pid
 
 Mode = Literal["gpu", "compare", "interpret"]
 Keep = Literal["gpu", "cpu"]
@@ -48,7 +48,7 @@ class GpuOptions:
         mode: "gpu", "compare" or "interpret" (see the module docstring).
         device: the CUDA device (``--device``).
         keep: in "compare" mode, whose results the caller's arrays hold afterwards (``--keep``).
-        rtol, atol: override the tolerance policy of `kernel_nb.diff` for every buffer.
+        rtol, atol: override the tolerance policy of `kernel_nb.compare` for every buffer.
         target: in "interpret" mode, the target the IR is compiled for, e.g. "cuda:80"; None: the
             GPU's own when there is one, else cuda:90.
         sass: also disassemble the cubin (needs cuobjdump, which Triton ships).
@@ -224,18 +224,18 @@ def compare_launch(
     gpu: list[Any],
     options: GpuOptions,
     gpu_launch: GpuLaunch,
-) -> diff.Comparison:
+) -> Comparison:
     """Compare every buffer of a launch that either side wrote, from region snapshots of each side."""
     ttir = gpu_launch.artifacts.stages.get("ttir", "") if gpu_launch.artifacts is not None else ""
-    tf32 = diff.uses_tf32_dots(ttir)
+    tf32 = uses_tf32_dots(ttir)
     buffers = []
     for leaf in arguments.distinct_leaves():
         index = arguments.regions.index(arguments.region_of(leaf))
         region = arguments.regions[index]
         span = [region.span(leaf, data[index]) for data in (before, cpu, gpu)]
         buffer_map = launch.buffers.get(leaf.name)
-        tolerance = diff.tolerance_for(leaf.dtype, tf32=tf32, rtol=options.rtol, atol=options.atol)
-        compared = diff.compare_buffer(
+        tolerance = tolerance_for(leaf.dtype, tf32=tf32, rtol=options.rtol, atol=options.atol)
+        compared = compare_buffer(
             leaf.name,
             *span,
             shape=leaf.shape,
@@ -246,7 +246,7 @@ def compare_launch(
         )
         if compared is not None:
             buffers.append(compared)
-    return diff.Comparison(
+    return Comparison(
         launch=launch.index,
         kernel=launch.kernel,
         device=gpu_launch.device,
@@ -301,7 +301,7 @@ def compare(options: Options | None = None, **gpu: Any) -> GpuSession:
         **gpu: fields of `GpuOptions`: `device`, `keep` ("gpu" or "cpu"), `rtol`, `atol`.
 
     Returns:
-        The session; `session.trace[i].comparison` holds each launch's `kernel_nb.diff.Comparison`.
+        The session; `session.trace[i].comparison` holds each launch's `kernel_nb.trace.Comparison`.
 
     Raises:
         GpuUnavailableError: on entering, when there is no usable GPU.
@@ -319,21 +319,15 @@ def divergence(options: Options | None = None, *, pids: Any = None, **gpu: Any) 
         **gpu: fields of `GpuOptions`: `device`, `keep`, `rtol`, `atol`.
 
     Returns:
-        The session; `session.trace[i].divergence` holds each launch's `kernel_nb.divergence.Divergence`.
+        The session; `session.trace[i].divergence` holds each launch's `kernel_nb.trace.Divergence`.
 
     Raises:
         GpuUnavailableError: on entering, when there is no usable GPU.
     """
     options = options or Options()
     if pids is not None:
-        options = dataclasses.replace(options, pids=tuple(_pid(p) for p in pids))
+        options = dataclasses.replace(options, pids=tuple(as_pid(p) for p in pids))
     return GpuSession(options, GpuOptions(**{**gpu, "mode": "compare", "divergence": True}))
-
-
-def _pid(pid: Any) -> Pid:
-    values = (pid,) if isinstance(pid, int) else tuple(pid)
-    padded = tuple(int(v) for v in values) + (0,) * (3 - len(values))
-    return (padded[0], padded[1], padded[2])
 
 
 def interpret_with_ir(options: Options | None = None, **gpu: Any) -> GpuSession:

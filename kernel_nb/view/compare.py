@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernel_nb.diff import BufferComparison, ulp_bucket_labels
-from kernel_nb.trace import Launch, Trace
+from kernel_nb.trace import BufferComparison, Launch, Trace, ulp_bucket_labels
 from kernel_nb.view import protocol as p
 from kernel_nb.view.divergence import divergence_meta
 from kernel_nb.view.payloads import RequestError, block_reduce, finite_or_none, launch_at, reduction_steps

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_nb.divergence import Divergence, ProgramDivergence, StatementDiff
-from kernel_nb.trace import Launch
+from kernel_nb.trace import Divergence, Launch, ProgramDivergence, StatementDiff
 from kernel_nb.view import protocol as p
 from kernel_nb.view.payloads import finite_or_none
 

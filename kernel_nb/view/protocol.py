@@ -127,7 +127,7 @@ class StatementDiffMeta(TypedDict):
     iteration: list[int]
     dtype: str
     shape: list[int]
-    status: str  # match, precision, diverge, missing, skipped (kernel_nb.divergence)
+    status: str  # match, precision, diverge, missing, skipped (kernel_nb.compare.statements)
     reason: str
     size: int
     mismatches: int

@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kernel_nb import diff
+from kernel_nb import compare
 
 # Measured on an NVIDIA H200 (triton 3.6), tests/gpu/test_gpu_runner.py:
 # 256^3 fp32 tl.dot against an fp64 product, as max|diff| / max|reference|.
@@ -15,31 +15,31 @@ EXP_MAX_REL = 9.631e-7
 
 
 def test_defaults_per_dtype():
-    assert diff.default_tolerance(np.int32) == diff.EXACT
-    assert diff.default_tolerance(np.bool_) == diff.EXACT
-    assert diff.default_tolerance(np.float32).rtol == 1e-5
-    assert diff.default_tolerance(np.float32, tf32=True) is diff.TF32
-    assert diff.default_tolerance(np.float16, tf32=True).rtol == 2e-3
-    assert diff.default_tolerance(ml_dtypes.bfloat16).rtol == 1.6e-2
-    assert diff.default_tolerance(ml_dtypes.float8_e4m3fn).atol == 2.0**-9
+    assert compare.default_tolerance(np.int32) == compare.EXACT
+    assert compare.default_tolerance(np.bool_) == compare.EXACT
+    assert compare.default_tolerance(np.float32).rtol == 1e-5
+    assert compare.default_tolerance(np.float32, tf32=True) is compare.TF32
+    assert compare.default_tolerance(np.float16, tf32=True).rtol == 2e-3
+    assert compare.default_tolerance(ml_dtypes.bfloat16).rtol == 1.6e-2
+    assert compare.default_tolerance(ml_dtypes.float8_e4m3fn).atol == 2.0**-9
     with pytest.raises(ValueError, match="no tolerance policy for dtype complex64"):
-        diff.default_tolerance(np.complex64)
+        compare.default_tolerance(np.complex64)
 
 
 def test_overrides_and_validation():
-    t = diff.tolerance_for(np.float32, tf32=True, atol=0.5)
+    t = compare.tolerance_for(np.float32, tf32=True, atol=0.5)
     assert (t.rtol, t.atol, t.atol_of_max, t.reason) == (5e-3, 0.5, 0.0, "fp32 with tf32 dots, overridden")
-    assert diff.tolerance_for(np.int8, rtol=0.1).rtol == 0.1
+    assert compare.tolerance_for(np.int8, rtol=0.1).rtol == 0.1
     with pytest.raises(ValueError, match="rtol must be a finite number >= 0, got -1"):
-        diff.Tolerance(rtol=-1, atol=0)
-    assert diff.TF32.describe() == "rtol 0.005, atol 1e-05 + 0.005·max|cpu|"
-    assert diff.EXACT.describe() == "rtol 0, atol 0"
+        compare.Tolerance(rtol=-1, atol=0)
+    assert compare.TF32.describe() == "rtol 0.005, atol 1e-05 + 0.005·max|cpu|"
+    assert compare.EXACT.describe() == "rtol 0, atol 0"
 
 
 def test_measured_tf32_error_fits_the_policy_and_ieee_the_strict_one():
     assert IEEE_DOT_ERROR < TF32_DOT_ERROR / 1000
-    assert TF32_DOT_ERROR < diff.TF32.atol_of_max < 10 * TF32_DOT_ERROR
-    assert diff.default_tolerance(np.float32).rtol > EXP_MAX_REL
+    assert TF32_DOT_ERROR < compare.TF32.atol_of_max < 10 * TF32_DOT_ERROR
+    assert compare.default_tolerance(np.float32).rtol > EXP_MAX_REL
 
 
 def _tf32_like(exact, error, rng):
@@ -51,16 +51,16 @@ def test_a_tf32_sized_error_passes_under_tf32_and_fails_plain_fp32():
     exact = (rng.standard_normal((64, 64)) @ rng.standard_normal((64, 64))).astype(np.float32)
     gpu = _tf32_like(exact, TF32_DOT_ERROR, rng)
     before = np.zeros_like(exact).reshape(-1)
-    relaxed = diff.compare_buffer("c", before, exact.reshape(-1), gpu.reshape(-1), tolerance=diff.TF32)
-    strict = diff.compare_buffer("c", before, exact.reshape(-1), gpu.reshape(-1))
+    relaxed = compare.compare_buffer("c", before, exact.reshape(-1), gpu.reshape(-1), tolerance=compare.TF32)
+    strict = compare.compare_buffer("c", before, exact.reshape(-1), gpu.reshape(-1))
     assert relaxed is not None and relaxed.ok
     assert strict is not None and strict.mismatches > 0
-    worse = diff.compare_buffer(
+    worse = compare.compare_buffer(
         "c",
         before,
         exact.reshape(-1),
         _tf32_like(exact, 20 * TF32_DOT_ERROR, rng).reshape(-1),
-        tolerance=diff.TF32,
+        tolerance=compare.TF32,
     )
     assert worse is not None and not worse.ok
 
@@ -68,24 +68,24 @@ def test_a_tf32_sized_error_passes_under_tf32_and_fails_plain_fp32():
 def test_ulp_distance():
     f32 = np.float32
     one = np.array([1.0], f32)
-    assert diff.ulp_distance(one, np.nextafter(one, f32(2))).tolist() == [1]
-    assert diff.ulp_distance(np.array([0.0], f32), np.array([-0.0], f32)).tolist() == [0]
+    assert compare.ulp_distance(one, np.nextafter(one, f32(2))).tolist() == [1]
+    assert compare.ulp_distance(np.array([0.0], f32), np.array([-0.0], f32)).tolist() == [0]
     tiny = np.array([1e-45], f32)
-    assert diff.ulp_distance(tiny, -tiny).tolist() == [2]
-    assert diff.ulp_distance(np.array([1.0, 2.0]), np.array([1.0, 2.0])).tolist() == [0, 0]
+    assert compare.ulp_distance(tiny, -tiny).tolist() == [2]
+    assert compare.ulp_distance(np.array([1.0, 2.0]), np.array([1.0, 2.0])).tolist() == [0, 0]
     bf = np.array([1.0], ml_dtypes.bfloat16)
-    assert diff.ulp_distance(bf, np.array([1.0078125], ml_dtypes.bfloat16)).tolist() == [1]
+    assert compare.ulp_distance(bf, np.array([1.0078125], ml_dtypes.bfloat16)).tolist() == [1]
     e4 = np.array([1.0, -1.0], ml_dtypes.float8_e4m3fn)
-    assert diff.ulp_distance(e4, np.array([1.125, -1.25], ml_dtypes.float8_e4m3fn)).tolist() == [1, 2]
+    assert compare.ulp_distance(e4, np.array([1.125, -1.25], ml_dtypes.float8_e4m3fn)).tolist() == [1, 2]
     with pytest.raises(ValueError, match="one dtype"):
-        diff.ulp_distance(one, one.astype(np.float64))
+        compare.ulp_distance(one, one.astype(np.float64))
 
 
 def test_ulp_histogram_buckets():
-    labels = diff.ulp_bucket_labels()
+    labels = compare.ulp_bucket_labels()
     assert labels[:6] == ["0", "1", "2", "3-4", "5-8", "9-16"] and labels[-1] == "> 16777216"
-    hist = diff.ulp_histogram(np.array([0, 0, 1, 3, 4, 5, 2**30], np.uint64))
-    assert len(hist) == len(labels) == len(diff.ULP_EDGES)
+    hist = compare.ulp_histogram(np.array([0, 0, 1, 3, 4, 5, 2**30], np.uint64))
+    assert len(hist) == len(labels) == len(compare.ULP_EDGES)
     assert hist[:5] == [2, 1, 0, 2, 1] and hist[-1] == 1
 
 
@@ -94,7 +94,7 @@ def test_nan_inf_mismatches_writers_and_exact_line():
     gpu = cpu.copy()
     gpu[[2, 3, 6]] = [1.0, -np.inf, 6.0]
     last_writer = np.array([0, 0, 1, 1, 2, 2, 3, -1])
-    compared = diff.compare_buffer(
+    compared = compare.compare_buffer(
         "out",
         np.zeros_like(cpu),
         cpu,
@@ -118,41 +118,41 @@ def test_integers_are_exact_and_unwritten_buffers_are_skipped():
     before = np.zeros(4, np.int32)
     cpu = np.array([1, 2, 3, 4], np.int32)
     gpu = np.array([1, 2, 3, 5], np.int32)
-    compared = diff.compare_buffer("hist", before, cpu, gpu, last_writer=np.array([-1, -1, -1, -1]))
+    compared = compare.compare_buffer("hist", before, cpu, gpu, last_writer=np.array([-1, -1, -1, -1]))
     assert compared is not None and compared.mismatches == 1 and compared.max_ulp == 1
     assert compared.writers == [(None, 1)]
     assert compared.line().endswith("max 1 ulp; 1 not written by the interpreter")
-    assert diff.compare_buffer("x", cpu, cpu, cpu) is None
+    assert compare.compare_buffer("x", cpu, cpu, cpu) is None
     wide = np.array([0, 2**64 - 1], np.uint64)
-    assert diff.compare_buffer("u", np.ones(2, np.uint64), wide, wide[::-1].copy()).max_ulp == 2**64 - 1
-    only_gpu = diff.compare_buffer("y", before, before, gpu)
+    assert compare.compare_buffer("u", np.ones(2, np.uint64), wide, wide[::-1].copy()).max_ulp == 2**64 - 1
+    only_gpu = compare.compare_buffer("y", before, before, gpu)
     assert (
         only_gpu is not None
         and only_gpu.written_by == "gpu"
         and only_gpu.line().endswith("(only the GPU wrote it)")
     )
-    same_value = diff.compare_buffer("z", before, before, before, cpu_writes=np.ones(4, np.int32))
+    same_value = compare.compare_buffer("z", before, before, before, cpu_writes=np.ones(4, np.int32))
     assert same_value is not None and same_value.ok and same_value.written_by == "cpu"
 
 
 def test_comparison_verdicts():
     before = np.zeros(3, np.float32)
-    ok = diff.compare_buffer("out", before, np.ones(3, np.float32), np.ones(3, np.float32))
-    bad = diff.compare_buffer("acc", before, np.ones(3, np.float32), np.array([1, 1, 2], np.float32))
+    ok = compare.compare_buffer("out", before, np.ones(3, np.float32), np.ones(3, np.float32))
+    bad = compare.compare_buffer("acc", before, np.ones(3, np.float32), np.array([1, 1, 2], np.float32))
     assert ok is not None and bad is not None
-    assert diff.Comparison(0, "k", "GPU 0", [ok]).verdict() == "#0 k: MATCH (out); max 0 ulp, max abs 0"
-    verdict = diff.Comparison(1, "k", "GPU 0", [ok, bad]).verdict()
+    assert compare.Comparison(0, "k", "GPU 0", [ok]).verdict() == "#0 k: MATCH (out); max 0 ulp, max abs 0"
+    verdict = compare.Comparison(1, "k", "GPU 0", [ok, bad]).verdict()
     assert verdict == (
         "#1 k: MISMATCH in acc: 1 of 3 out of tolerance (fp32: rtol 1e-05, atol 2e-06); max abs 1 at [2], "
         "max rel 1, max 8388608 ulp"
     )
     assert (
-        diff.Comparison(2, "k", "GPU 0", []).verdict()
+        compare.Comparison(2, "k", "GPU 0", []).verdict()
         == "#2 k: nothing to compare (neither side wrote a buffer)"
     )
 
 
 def test_uses_tf32_dots():
-    assert diff.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32 : tensor<32x32xf32>")
-    assert not diff.uses_tf32_dots("%z = tt.dot %x, %y, %z : tensor<32x32xf32>")
-    assert not diff.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32x3 : tensor<32x32xf32>")
+    assert compare.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32 : tensor<32x32xf32>")
+    assert not compare.uses_tf32_dots("%z = tt.dot %x, %y, %z : tensor<32x32xf32>")
+    assert not compare.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32x3 : tensor<32x32xf32>")

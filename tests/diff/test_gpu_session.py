@@ -160,7 +160,7 @@ def test_gpu_package_imports_without_jupyter():
 
     code = (
         "import sys; sys.modules.update(IPython=None, ipywidgets=None, anywidget=None)\n"
-        "import kernel_nb.gpu, kernel_nb.diff\n"
+        "import kernel_nb.gpu, kernel_nb.compare\n"
         "assert not [m for m in sys.modules if m.startswith(('IPython', 'ipywidgets', 'anywidget')) and sys.modules[m]]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -129,7 +129,7 @@ def test_every_kind_of_site_is_logged_where_the_interpreter_records_it():
         (RNG.random(64, dtype=np.float32), np.zeros(64, np.float32)),
         {"BLOCK": 32},
     )
-    launch, probed, divergence = probe_on_cpu(kernel, grid, args, kwargs, [(1, 0, 0)])
+    launch, _, divergence = probe_on_cpu(kernel, grid, args, kwargs, [(1, 0, 0)])
     kinds = {(s.name, s.kind) for s in launch.statements}
     assert {("lo", "assign"), ("hi", "assign"), ("acc", "augassign"), ("i", "loop"), ("y", "assign")} <= kinds
     program = divergence.programs[0]

@@ -128,7 +128,7 @@ def test_measured_tf32_and_ieee_dot_errors(capsys):
                 f"\n256^3 fp32 dot, {name}: max|d|/max|ref| {rel_max:.3e}, max elementwise rel {rel_elem:.3e}, median rel {rel_med:.3e}"
             )
     assert figures["tf32"][0] > 10 * figures["ieee"][0]
-    from kernel_nb.diff import TF32
+    from kernel_nb.compare import TF32
 
     assert figures["tf32"][0] < TF32.atol_of_max
 

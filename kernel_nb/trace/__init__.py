@@ -1,0 +1,82 @@
+"""What an interpreted launch recorded: plain data over numpy arrays.
+
+A `Trace` holds one `Launch` per kernel launch. A launch holds, per program id, the values of
+every recorded statement (`Record`), every memory access (`MemoryEvent`) and what the program
+printed; launch-wide per-buffer access maps (`BufferMap`); the `Finding`s of the detectors; and,
+after a run on the GPU, its `Comparison` and `Divergence`. Nothing here imports Triton or
+Jupyter: a trace can be saved, loaded and inspected anywhere.
+"""
+
+from kernel_nb.trace.buffer_map import BufferMap
+from kernel_nb.trace.columns import (
+    Deferred,
+    EventBlock,
+    Events,
+    RecordBlock,
+    Records,
+    SummaryColumns,
+    TileRows,
+    summary_rows,
+)
+from kernel_nb.trace.compare import (
+    SHOWN,
+    ULP_EDGES,
+    BufferComparison,
+    Comparison,
+    Divergence,
+    ProgramDivergence,
+    StatementDiff,
+    Status,
+    Tolerance,
+    ulp_bucket_labels,
+)
+from kernel_nb.trace.launch import Launch, ProgramTrace, Trace
+from kernel_nb.trace.records import (
+    ArgumentInfo,
+    Artifacts,
+    Finding,
+    MemoryEvent,
+    Pid,
+    Record,
+    Severity,
+    SourceInfo,
+    Statement,
+    Summary,
+    as_pid,
+)
+
+__all__ = [
+    "SHOWN",
+    "ULP_EDGES",
+    "ArgumentInfo",
+    "Artifacts",
+    "BufferComparison",
+    "BufferMap",
+    "Comparison",
+    "Deferred",
+    "Divergence",
+    "EventBlock",
+    "Events",
+    "Finding",
+    "Launch",
+    "MemoryEvent",
+    "Pid",
+    "ProgramDivergence",
+    "ProgramTrace",
+    "Record",
+    "RecordBlock",
+    "Records",
+    "Severity",
+    "SourceInfo",
+    "Statement",
+    "StatementDiff",
+    "Status",
+    "Summary",
+    "SummaryColumns",
+    "TileRows",
+    "Tolerance",
+    "Trace",
+    "as_pid",
+    "summary_rows",
+    "ulp_bucket_labels",
+]

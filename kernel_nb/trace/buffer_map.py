@@ -1,0 +1,175 @@
+"""Launch-wide access counts per buffer argument, with the batched strategy's marks added on first read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def _counts(name: str, hands_out: bool = False) -> Any:
+    """A BufferMap property over `name` that adds the pending marks in first."""
+
+    def get(bmap: BufferMap) -> np.ndarray:
+        bmap._settle()
+        if hands_out:
+            bmap._writes_out = True
+        return getattr(bmap, name)  # type: ignore[no-any-return]
+
+    def put(bmap: BufferMap, value: np.ndarray) -> None:
+        bmap._settle()
+        if hands_out:
+            bmap._writes_out = True
+        setattr(bmap, name, value)
+
+    return property(get, put)
+
+
+class BufferMap:
+    """Launch-wide access counts for one buffer argument, per element of its span.
+
+    Attributes:
+        arg: the argument name.
+        size: number of elements in the argument's memory span.
+        origin: index in these arrays of element offset 0 (non-zero only for negative strides).
+        shape: the argument's shape (for drawing).
+        reads, writes: how many programs read / wrote each element (atomics count as both).
+            Element offset k (as in MemoryEvent.indices) is at index k + origin.
+        last_writer: linear program index of the last program that wrote each element (-1: none).
+        oob: (linear program index, line, first offending element offset) of refused accesses.
+
+    The batched strategy hands over each batch's marks (`add_marks`) and they are added to the
+    counts only when these are read: most maps of a launch are never looked at, and adding them
+    would touch every page of three arrays per argument.
+    """
+
+    def __init__(
+        self,
+        arg: str,
+        size: int,
+        shape: tuple[int, ...],
+        reads: np.ndarray,
+        writes: np.ndarray,
+        last_writer: np.ndarray,
+        origin: int = 0,
+        oob: list[tuple[int, int, int]] | None = None,
+    ) -> None:
+        self.arg, self.size, self.shape, self.origin = arg, size, shape, origin
+        self._reads, self._writes, self._last_writer = reads, writes, last_writer
+        self.oob: list[tuple[int, int, int]] = [] if oob is None else oob
+        self._writes_out = True  # `writes` may hold counts (see `fresh`)
+        # (kind, first element, marks): "read" bools, "write" writer ids (-1: none), "read-count" /
+        # "write-count" counts, added in by `_settle`; "read-later": (end, puts) that mark the reads
+        self._later: list[tuple[str, int, Any]] = []
+
+    @staticmethod
+    def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
+        """A map of no accesses yet; `written` can then tell without a look at every element."""
+        bmap = BufferMap(
+            arg,
+            size,
+            shape,
+            np.zeros(size, np.int32),
+            np.zeros(size, np.int32),
+            BufferMap.nobody(size),
+            origin,
+        )
+        bmap._writes_out = False
+        return bmap
+
+    def __repr__(self) -> str:
+        return f"BufferMap(arg={self.arg!r}, size={self.size}, shape={self.shape}, origin={self.origin})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._settle()
+        return dict(self.__dict__)
+
+    def add_marks(self, kind: str, start: int, marks: np.ndarray) -> None:
+        """Marks of one batch for elements start.. (see `_later`); the map now owns `marks`."""
+        self._later.append((kind, start, marks))
+
+    def add_marks_later(
+        self, kind: str, start: int, end: int, puts: list[Callable[[np.ndarray], None]]
+    ) -> None:
+        """Marks of one batch for elements start..end, each `put` marking a map of the buffer's
+        size (and a slot past it) when the counts are read."""
+        if kind != "read":
+            raise ValueError(f"marks made later are reads, not {kind!r}")
+        self._later.append(("read-later", start, (end, list(puts))))
+
+    def _settle(self) -> None:
+        if not self._later:
+            return
+        later, self._later = self._later, []
+        for kind, start, marks in later:
+            if kind == "read-later":
+                end, puts = marks
+                made = np.zeros(self.size + 1, bool)
+                for put in puts:
+                    put(made)
+                self._reads[start:end] += made[start:end]
+                continue
+            span = slice(start, start + marks.size)
+            if kind in ("read", "read-count"):
+                self._reads[span] += marks
+                continue
+            self._writes_out = True  # `writes` holds counts now
+            if kind == "write-count":
+                self._writes[span] += marks
+            else:
+                self._writes[span] += marks >= 0
+                writers = self.writers()
+                np.maximum(writers[span], marks, out=writers[span])
+
+    # the counts, with the marks handed over so far added in; whoever gets `writes` may count
+    # into it, so `written` then has to look
+    reads = _counts("_reads")
+    writes = _counts("_writes", hands_out=True)
+    last_writer = _counts("_last_writer")
+
+    def clear(self) -> None:
+        """No access recorded (a launch that starts over)."""
+        self._later = []
+        self._reads[...] = 0
+        self._writes[...] = 0
+        self._writes_out = False
+        self._last_writer = BufferMap.nobody(self.size)
+        self.oob.clear()
+
+    @property
+    def written(self) -> bool:
+        if any(kind == "write" and marks.size and marks.max() >= 0 for kind, _, marks in self._later):
+            return True
+        if any(kind == "write-count" and marks.any() for kind, _, marks in self._later):
+            return True
+        if not self._writes_out and not any(kind == "write" for kind, _, _ in self._later):
+            return False  # counts only come through `writes` or marks: none came
+        self._settle()
+        return bool(self._writes.any())
+
+    @staticmethod
+    def nobody(size: int) -> np.ndarray:
+        """A `last_writer` of no writes yet: a read-only view, made an array by `writers` on the
+        first write (most arguments of a launch are only read)."""
+        return np.broadcast_to(np.int32(-1), (size,))
+
+    def writers(self) -> np.ndarray:
+        """`last_writer`, writeable."""
+        if not self._last_writer.flags.writeable:
+            self._last_writer = np.full(self.size, -1, np.int32)
+        return self._last_writer
+
+    def never_written(self) -> np.ndarray:
+        """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
+        marks = [(start, m) for kind, start, m in self._later if kind == "write"]
+        if marks and not self._writes_out and all(kind != "write-count" for kind, _, _ in self._later):
+            # only whole batches' marks so far: which elements they cover, without the counts
+            covered = np.zeros(self.size, bool)
+            for start, m in marks:
+                covered[start : start + m.size] |= m >= 0
+            return np.flatnonzero(~covered)
+        return np.flatnonzero(self.writes == 0)
+
+    def written_more_than_once(self) -> np.ndarray:
+        return np.flatnonzero(self.writes > 1)

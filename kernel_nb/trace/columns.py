@@ -1,0 +1,313 @@
+"""The batched strategy's storage: a batch's records and events as columns, made objects on first use.
+
+A reader who wants to know what a launch recorded needs `records.py`; this is how the batched
+strategy keeps thousands of programs' records without a Python object per program and statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernel_nb.trace.records import MemoryEvent, Record, Summary
+
+
+@dataclass
+class SummaryColumns:
+    """`Summary.of` for each row of a 2-D array, computed together (bit-identical results)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    mean: np.ndarray
+    size: int
+    nan: np.ndarray | None = None  # per row, NaN and Inf counts (None: all zero)
+    inf: np.ndarray | None = None
+
+    @staticmethod
+    def of(values: np.ndarray) -> SummaryColumns:
+        rows, size = values.shape
+        if size == 0 or rows == 0:
+            empty = np.full(rows, np.nan)
+            return SummaryColumns(empty, empty, empty, size)
+        if values.dtype.kind in "iu":
+            lo, hi = values.min(axis=1), values.max(axis=1)
+            return SummaryColumns(lo, hi, values.mean(axis=1, dtype=np.float64), size)
+        if values.dtype.kind == "b":  # as Summary.of: 0.0 / 1.0, the mean is the share of True
+            lo = np.asarray(values.all(axis=1), np.float64)
+            hi = np.asarray(values.any(axis=1), np.float64)
+            return SummaryColumns(lo, hi, np.count_nonzero(values, axis=1) / size, size)
+        as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
+        lo, hi = as_float.min(axis=1), as_float.max(axis=1)
+        # min and max carry a row's NaN and reach its Infs: only those rows need a closer look
+        dirty = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+        mean = as_float.mean(axis=1, dtype=np.float64)
+        if not dirty.size:
+            return SummaryColumns(lo, hi, mean, size)
+        # rows holding NaN or Inf: statistics of their finite lanes, as Summary.of computes them
+        part = as_float[dirty]
+        nan_mask, inf_mask = np.isnan(part), np.isinf(part)
+        finite = ~(nan_mask | inf_mask)
+        count = finite.sum(axis=1)
+        nan, inf = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+        nan[dirty], inf[dirty] = nan_mask.sum(axis=1), inf_mask.sum(axis=1)
+        lo, hi, mean = lo.astype(np.float64), hi.astype(np.float64), mean.copy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = np.where(finite, part, 0).sum(axis=1, dtype=np.float64)
+            lo[dirty] = np.where(count > 0, part.min(axis=1, where=finite, initial=np.inf), np.nan)
+            hi[dirty] = np.where(count > 0, part.max(axis=1, where=finite, initial=-np.inf), np.nan)
+            mean[dirty] = np.where(count > 0, total / count, np.nan)
+        return SummaryColumns(lo, hi, mean, size, nan, inf)
+
+    def repeated(self, rows: int) -> SummaryColumns:
+        """The columns of a one-row summary, for `rows` rows holding that same value."""
+
+        def spread(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.broadcast_to(a, (rows,))
+
+        return SummaryColumns(
+            np.broadcast_to(self.lo, (rows,)),
+            np.broadcast_to(self.hi, (rows,)),
+            np.broadcast_to(self.mean, (rows,)),
+            self.size,
+            spread(self.nan),
+            spread(self.inf),
+        )
+
+    def placed(self, at: np.ndarray, rows: int) -> SummaryColumns:
+        """These columns (of rows `at` of a batch of `rows`) as columns for the whole batch; the
+        other rows hold zeros (rows that made no record)."""
+
+        def spread(a: np.ndarray | None) -> np.ndarray | None:
+            if a is None:
+                return None
+            full = np.zeros(rows, a.dtype)
+            full[at] = a
+            return full
+
+        lo, hi, mean = spread(self.lo), spread(self.hi), spread(self.mean)
+        assert lo is not None and hi is not None and mean is not None
+        return SummaryColumns(lo, hi, mean, self.size, spread(self.nan), spread(self.inf))
+
+    def row(self, r: int) -> Summary:
+        nan = 0 if self.nan is None else int(self.nan[r])
+        inf = 0 if self.inf is None else int(self.inf[r])
+        return Summary(float(self.lo[r]), float(self.hi[r]), float(self.mean[r]), nan, inf, self.size)
+
+    def nonfinite(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: holds NaN, holds Inf."""
+        rows = len(self.lo)
+        if self.nan is None or self.inf is None:
+            return np.zeros(rows, bool), np.zeros(rows, bool)
+        return self.nan > 0, self.inf > 0
+
+
+def summary_rows(values: np.ndarray) -> list[Summary]:
+    """`Summary.of` for each row of a 2-D array (see SummaryColumns)."""
+    columns = SummaryColumns.of(values)
+    return [columns.row(r) for r in range(values.shape[0])]
+
+
+class TileRows:
+    """Rows of integer arrays that are one tile at a per-row shift: row i is `shift[i] + lanes`.
+
+    Stands in for the (rows, *shape) array it describes (pointer offsets and memory indices of a
+    tiled access), so that a batch keeps two small vectors instead of a value per lane; a row is
+    made when someone reads it.
+    """
+
+    def __init__(self, shift: np.ndarray, lanes: np.ndarray, shape: tuple[int, ...]) -> None:
+        self.shift = shift
+        self.lanes = lanes
+        self.shape = (len(shift), *shape)
+
+    def __len__(self) -> int:
+        return len(self.shift)
+
+    def __getitem__(self, row: int) -> np.ndarray:
+        return (self.lanes + self.shift[row]).reshape(self.shape[1:])
+
+    def row_nbytes(self) -> int:
+        """Bytes of one row once made (what the serial strategy keeps per program)."""
+        return int(self.lanes.size) * np.dtype(np.int64).itemsize
+
+
+def _row_nbytes(rows: Any) -> int:
+    if isinstance(rows, TileRows):
+        return rows.row_nbytes()
+    return int(rows[0].nbytes)
+
+
+@dataclass
+class RecordBlock:
+    """One statement's values for a batch of programs, as columns: the batched strategy records
+    these, and each program's `Record` is built from its row when the program's records are read."""
+
+    stmt: int
+    seq: Any  # int, or per row once programs of the batch ran different statement counts
+    call_path: tuple[str, ...]
+    iteration: tuple[int, ...]
+    dtype: str
+    shape: tuple[int, ...]
+    summaries: SummaryColumns
+    values: np.ndarray | TileRows | None
+    pointer_args: list[str | None]
+    value_rows: np.ndarray | None = None  # row → index in `values` (-1: not kept); None: all rows
+    rows: np.ndarray | None = None  # which rows' programs ran the statement (None: all)
+
+    def value(self, row: int) -> np.ndarray | None:
+        if self.values is None:
+            return None
+        if self.value_rows is None:
+            return self.values[row]
+        at = int(self.value_rows[row])
+        return self.values[at] if at >= 0 else None
+
+    def build(self, row: int, keep: bool) -> Record:
+        value = self.value(row) if keep else None
+        return Record(
+            self.stmt,
+            self.seq if isinstance(self.seq, int) else int(self.seq[row]),
+            self.call_path,
+            self.iteration,
+            self.dtype,
+            self.shape,
+            self.summaries.row(row),
+            value,
+            self.pointer_args[row],
+        )
+
+    def row_bytes(self) -> int:
+        """Bytes of one kept row's value."""
+        return 0 if self.values is None else _row_nbytes(self.values) if len(self.values) else 0
+
+
+@dataclass
+class EventBlock:
+    """One memory access of a batch of programs, as columns (see RecordBlock).
+
+    Attributes:
+        arg: the argument rows with an active lane access.
+        active, lo, hi: per row (see MemoryEvent).
+        indices, mask, values, before: per kept row (`kept_rows` maps a row to its index here).
+    """
+
+    kind: str
+    seq: Any  # int, or per row (see RecordBlock)
+    file: str
+    line: int
+    arg: str | None
+    active: list[int]
+    lo: list[int]
+    hi: list[int]
+    indices: np.ndarray | TileRows | None = None
+    mask: np.ndarray | None = None
+    values: np.ndarray | None = None
+    before: np.ndarray | None = None
+    kept_rows: np.ndarray | None = None  # row → index in the arrays (-1: not kept); None: all rows
+    rows: np.ndarray | None = None  # which rows' programs made the access (None: all)
+
+    def build(self, row: int, keep: bool) -> MemoryEvent:
+        live = self.active[row] > 0
+        event = MemoryEvent(
+            self.kind,
+            self.seq if isinstance(self.seq, int) else int(self.seq[row]),
+            self.file,
+            self.line,
+            self.arg if live else None,
+            self.active[row],
+            self.lo[row],
+            self.hi[row],
+        )
+        at = row if self.kept_rows is None else int(self.kept_rows[row])
+        if keep and at >= 0 and self.mask is not None:
+            event.mask = self.mask[at]
+            event.indices = None if self.indices is None or not live else self.indices[at]
+            event.values = None if self.values is None else self.values[at]
+            event.before = None if self.before is None else self.before[at]
+        return event
+
+    def row_bytes(self) -> np.ndarray | int:
+        """Per row, bytes of its arrays when kept (rows with no active lane hold no indices)."""
+        held = sum(a[0].nbytes for a in (self.mask, self.values, self.before) if a is not None and len(a))
+        if self.indices is None or not len(self.indices):
+            return held
+        return held + np.where(np.asarray(self.active) > 0, _row_nbytes(self.indices), 0)
+
+
+class Deferred(list):  # type: ignore[type-arg]
+    """A program's records or events; rows of blocks (`RecordBlock`, `EventBlock`) become objects on
+    first use. All programs of a batch run the same statements, so they share one list of blocks,
+    each reading its own row: a launch of thousands of programs costs no Python object per program
+    and statement until someone looks at a program.
+    """
+
+    __slots__ = ("blocks", "keep_values", "row")  # one per program and kind: no __dict__ each
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.blocks: list[Any] = []
+        self.row = 0
+        self.keep_values = True
+
+    @classmethod
+    def shared(cls, blocks: list[Any], row: int, keep_values: bool) -> Deferred:
+        """A program's list reading row `row` of the batch's `blocks` (see `share`)."""
+        made = cls()
+        made.blocks, made.row, made.keep_values = blocks, row, keep_values
+        return made
+
+    def share(self, blocks: list[Any], row: int) -> None:
+        """Take this program's rows from `blocks` (the list keeps growing while the batch runs)."""
+        self._fill()
+        self.blocks, self.row = blocks, row
+
+    def _fill(self) -> None:
+        if self.blocks:
+            blocks, self.blocks = self.blocks, []
+            row, keep = self.row, self.keep_values
+            list.extend(self, (b.build(row, keep) for b in blocks if b.rows is None or b.rows[row]))
+
+    def __len__(self) -> int:
+        row = self.row
+        return list.__len__(self) + sum(1 for b in self.blocks if b.rows is None or b.rows[row])
+
+    def __iter__(self) -> Iterator[Any]:
+        self._fill()
+        return list.__iter__(self)
+
+    def __getitem__(self, index: Any) -> Any:
+        self._fill()
+        return list.__getitem__(self, index)
+
+    def __eq__(self, other: object) -> bool:
+        self._fill()
+        return list.__eq__(self, other)
+
+    def __repr__(self) -> str:
+        self._fill()
+        return list.__repr__(self)
+
+    def append(self, item: Any) -> None:
+        self._fill()
+        list.append(self, item)
+
+    def __reduce__(self) -> Any:
+        self._fill()
+        return (type(self), (list(list.__iter__(self)),))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Records(Deferred):
+    """A program's records (see Deferred)."""
+
+    __slots__ = ()
+
+
+class Events(Deferred):
+    """A program's memory events (see Deferred)."""
+
+    __slots__ = ()

@@ -1,0 +1,274 @@
+"""A launch and a trace of launches: per-program records, save / load, text and HTML summaries.
+
+`ProgramTrace` lives here rather than with the records because its lists default to the lazy
+`Records` / `Events` of `columns.py`.
+"""
+
+from __future__ import annotations
+
+import html
+import pickle
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from kernel_nb.trace.buffer_map import BufferMap
+from kernel_nb.trace.columns import Events, Records
+from kernel_nb.trace.compare import Comparison, Divergence
+from kernel_nb.trace.records import (
+    ArgumentInfo,
+    Artifacts,
+    Finding,
+    MemoryEvent,
+    Pid,
+    Record,
+    SourceInfo,
+    Statement,
+    as_pid,
+)
+
+_MAGIC = b"kernel_nb-trace\x00"
+_FORMAT = 1
+# Older saved traces name the comparison classes by the modules that defined them then.
+_FORMER_MODULES = {"kernel_nb.diff": "kernel_nb.trace", "kernel_nb.divergence": "kernel_nb.trace"}
+
+
+@dataclass(slots=True)
+class ProgramTrace:
+    """Everything one program recorded."""
+
+    pid: Pid
+    records: list[Record] = field(default_factory=Records)
+    events: list[MemoryEvent] = field(default_factory=Events)
+    stdout: str = ""
+    kept: bool = False
+
+
+@dataclass
+class Launch:
+    """One kernel launch, interpreted.
+
+    Attributes:
+        index: position in the trace.
+        kernel: the kernel's name.
+        grid: the launch grid, padded to three axes.
+        args: the arguments, in signature order.
+        statements: every recorded place, indexed by `Statement.id`.
+        sources: the kernel's and its helpers' source, by function name.
+        programs: per program id, what it recorded (summaries for all, values for the kept ones).
+        buffers: launch-wide access maps per buffer argument.
+        findings: what the detectors found.
+        status: "ok", "error" or "interrupted".
+        error: the error's message when the launch failed.
+        duration_s: wall time of the launch.
+        budget_bytes: the capture budget the launch ran under; kept_bytes what it kept.
+        snapshot: the launch's buffer arguments as they were before it ran (for replay).
+        strategy: "batched" (programs run together) or "serial" (one after another).
+        strategy_note: why the serial strategy ran, when it did.
+        turns: for programs that wait for each other (spin loops), the turns they took in order:
+            (pid, None) for a turn that ran to the program's end, (pid, line) for one that ended
+            waiting at that line; empty when programs ran one after another.
+        artifacts: the compiled kernel's IR (`%%tkernel compare`, `%%tkernel interpret --ir`).
+        comparison: the launch against its compiled run on the GPU (`%%tkernel compare`).
+        divergence: statement by statement, where chosen programs first compute something else on
+            the GPU (`%%tkernel compare` with chosen programs or a mismatch).
+    """
+
+    index: int
+    kernel: str
+    grid: Pid
+    args: list[ArgumentInfo]
+    statements: list[Statement] = field(default_factory=list)
+    sources: dict[str, SourceInfo] = field(default_factory=dict)
+    programs: dict[Pid, ProgramTrace] = field(default_factory=dict)
+    buffers: dict[str, BufferMap] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    status: Literal["ok", "error", "interrupted"] = "ok"
+    error: str | None = None
+    duration_s: float = 0.0
+    budget_bytes: int = 0
+    kept_bytes: int = 0
+    snapshot: dict[str, np.ndarray] = field(default_factory=dict)
+    strategy: str = "serial"
+    strategy_note: str = ""
+    turns: list[tuple[Pid, int | None]] = field(default_factory=list)
+    replayer: Callable[[Pid], ProgramTrace] | None = field(default=None, repr=False, compare=False)
+    artifacts: Artifacts | None = field(default=None, repr=False)
+    comparison: Comparison | None = field(default=None, repr=False)
+    divergence: Divergence | None = field(default=None, repr=False)
+
+    @property
+    def num_programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def linear(self, pid: Pid) -> int:
+        """Linear program index, x fastest (the order the serial engine runs programs in)."""
+        return pid[0] + self.grid[0] * (pid[1] + self.grid[1] * pid[2])
+
+    def pid_of(self, linear: int) -> Pid:
+        gx, gy = self.grid[0], self.grid[1]
+        return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+
+    def program(self, pid: int | tuple[int, ...]) -> ProgramTrace:
+        """The program's trace, with values: replayed from the snapshot when they were not kept.
+
+        Raises:
+            KeyError: the program did not run (outside the grid, or the launch failed earlier).
+        """
+        key = as_pid(pid)
+        program = self.programs[key]
+        if program.kept or self.replayer is None:
+            return program
+        replayed = self.replayer(key)
+        self.programs[key] = replayed
+        return replayed
+
+    def records(
+        self, pid: int | tuple[int, ...], name: str | None = None, line: int | None = None
+    ) -> list[Record]:
+        """Records of one program, optionally only those of a variable name and/or a line."""
+        program = self.program(pid)
+        return [r for r in program.records if self._matches(r.stmt, name, line)]
+
+    def value(
+        self, pid: int | tuple[int, ...], name: str, iteration: tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        """The value a variable had after its last assignment (at an iteration, if given).
+
+        Raises:
+            KeyError: no such record.
+        """
+        matches = [r for r in self.records(pid, name=name) if iteration is None or r.iteration == iteration]
+        if not matches:
+            raise KeyError(f"{self.kernel}: no record of {name!r} in program {as_pid(pid)}")
+        value = matches[-1].value
+        assert value is not None
+        return value
+
+    def statement(self, stmt: int) -> Statement:
+        return self.statements[stmt]
+
+    def _matches(self, stmt: int, name: str | None, line: int | None) -> bool:
+        s = self.statements[stmt]
+        return (name is None or s.name == name) and (line is None or s.line == line)
+
+    def summary_row(self) -> dict[str, Any]:
+        records = sum(len(p.records) for p in self.programs.values())
+        kept = sum(len(p.records) for p in self.programs.values() if p.kept)
+        return {
+            "kernel": self.kernel,
+            "grid": self.grid,
+            "programs": len(self.programs),
+            "records": records,
+            "records_kept": kept,
+            "time_s": self.duration_s,
+            "findings": len(self.findings),
+            "status": self.status,
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["replayer"] = None  # holds the kernel function: not data
+        return state
+
+
+@dataclass
+class Trace:
+    """All launches of one interpreted run (a cell, or a `with kernel_nb.interpret()` block)."""
+
+    launches: list[Launch] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Launch]:
+        return iter(self.launches)
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    def __getitem__(self, index: int) -> Launch:
+        return self.launches[index]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for launch in self.launches for f in launch.findings]
+
+    def save(self, path: str | Path) -> None:
+        """Write the trace to a file (values, summaries, events, findings, snapshots)."""
+        with open(path, "wb") as f:
+            f.write(_MAGIC)
+            pickle.dump({"format": _FORMAT, "launches": self.launches}, f, protocol=5)
+
+    @staticmethod
+    def load(path: str | Path) -> Trace:
+        """Read a trace written by `save`. Only load files you trust (the format is pickle).
+
+        Raises:
+            ValueError: the file is not a kernel_nb trace.
+        """
+        with open(path, "rb") as f:
+            if f.read(len(_MAGIC)) != _MAGIC:
+                raise ValueError(f"{path}: not a kernel_nb trace")
+            payload = _Unpickler(f).load()
+        if payload.get("format") != _FORMAT:
+            raise ValueError(
+                f"{path}: trace format {payload.get('format')} is not supported (expected {_FORMAT})"
+            )
+        return Trace(launches=payload["launches"])
+
+    def summary(self) -> str:
+        """A plain-text table: one row per launch, then the findings."""
+        header = f"{'#':>2}  {'kernel':<24} {'grid':<14} {'programs':>8} {'records':>9} {'kept':>9} {'time':>8}  findings"
+        lines = [header]
+        for launch in self.launches:
+            row = launch.summary_row()
+            grid = "x".join(str(g) for g in row["grid"])
+            status = "" if row["status"] == "ok" else f" ({row['status']})"
+            lines.append(
+                f"{launch.index:>2}  {row['kernel']:<24} {grid:<14} {row['programs']:>8} {row['records']:>9} "
+                f"{row['records_kept']:>9} {row['time_s']:>7.3f}s  {row['findings']}{status}"
+            )
+        for finding in self.findings:
+            lines.append(f"  [{finding.severity}] {finding.message}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for launch in self.launches:
+            r = launch.summary_row()
+            grid = "×".join(str(g) for g in r["grid"])
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{html.escape(str(v))}</td>"
+                    for v in (
+                        launch.index,
+                        r["kernel"],
+                        grid,
+                        r["programs"],
+                        f"{r['records_kept']}/{r['records']}",
+                        f"{r['time_s'] * 1000:.1f} ms",
+                        r["findings"] if r["status"] == "ok" else f"{r['findings']} ({r['status']})",
+                    )
+                )
+                + "</tr>"
+            )
+        findings = "".join(
+            f"<li><b>{html.escape(f.severity)}</b> {html.escape(f.message)}</li>" for f in self.findings
+        )
+        head = "".join(
+            f"<th>{h}</th>" for h in ("#", "kernel", "grid", "programs", "records kept", "time", "findings")
+        )
+        return (
+            f'<table class="kernel-nb-summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            + (f"<ul>{findings}</ul>" if findings else "")
+        )
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(_FORMER_MODULES.get(module, module), name)
