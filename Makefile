@@ -76,10 +76,12 @@ $(JS_STAMP): js/package.json js/package-lock.json
 	touch $(JS_STAMP)
 
 lint: $(STAMP) $(JS_STAMP)
-	$(VENV)/bin/ruff check kernel_nb tests bench conformance setup.py
-	$(VENV)/bin/ruff format --check kernel_nb tests bench conformance setup.py
+	$(VENV)/bin/ruff check kernel_nb tests bench conformance tools setup.py
+	$(VENV)/bin/ruff format --check kernel_nb tests bench conformance tools setup.py
 	$(VENV)/bin/mypy
 	js/node_modules/.bin/tsc --noEmit -p js/jsconfig.json
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) tools/module_sizes.py
 
 test: $(STAMP) $(STAMP_ALT) $(STAMP_OLD) chromium lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
