@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched_builder import (
@@ -35,7 +36,8 @@ from kernel_nb.engine.batched_builder import (
 from kernel_nb.engine.batched_capture import BatchRecorder
 from kernel_nb.engine.batched_hooks import BatchGuard
 from kernel_nb.engine.batched_intervals import NeedsPrecise
-from kernel_nb.engine.run import LaunchContext
+from kernel_nb.engine.patches import interpreter_scope
+from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
 from kernel_nb.trace import Pid
@@ -64,7 +66,7 @@ def unsupported_reason(fn: Callable[..., Any], options: Options) -> str | None:
     return waits(fn)
 
 
-class BatchedRun(LaunchContext):
+class BatchedRun(SerialRun):
     """Runs a launch's programs in batches, splitting where control flow diverges."""
 
     recorder: BatchRecorder
@@ -74,7 +76,7 @@ class BatchedRun(LaunchContext):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        options = self.engine.options
+        options = self.options
         recorder = BatchRecorder(options, options.budget_bytes)
         guard = BatchGuard(self.launch, self.bound.buffers, recorder, self.locate)
         recorder.guard = guard
@@ -90,14 +92,13 @@ class BatchedRun(LaunchContext):
         self.arith.recorder = recorder
 
     def run(self, order: list[Pid]) -> None:
-        engine, launch = self.engine, self.launch
+        launch = self.launch
         why_precise = self.precise or self.guard.ranges_apply()
         if why_precise is None and "atomic_" in _source(self.fn):
             why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
         self.guard.precise = why_precise is not None
         self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
-        progress = engine.options.progress
-        previous, engine._active = engine._active, self
+        progress = self.options.progress
         done = 0
         if progress is not None:
             # a batch can run long (a loop over all its programs at once): report between batches
@@ -125,19 +126,13 @@ class BatchedRun(LaunchContext):
             batch = getattr(self.recorder, "batch", None)
             # the first program of the batch that was running
             raise self._interrupted(batch[0] if batch else None) from None
-        finally:
-            engine._active = previous
         # groups split off by divergence finish out of order: list programs as the serial run does
         launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
-        from kernel_nb import checks
-
         checks.finish(launch, self.observations)
 
     @contextmanager
     def _language(self) -> Iterator[Any]:
-        from kernel_nb.engine.patches import interpreter_scope
-
-        with interpreter_scope(self.engine.call_helper) as stock, batched_language():
+        with interpreter_scope(self.call) as stock, batched_language():
             yield stock
 
     def _run_group(
@@ -167,7 +162,7 @@ class BatchedRun(LaunchContext):
         except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):
             raise
         except Exception as exc:  # the serial strategy reports it with the failing program's id
-            if self.engine.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
+            if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
                 raise KeyboardInterrupt from exc
             raise BatchUnsupported(f"{type(exc).__name__} in a batch") from exc
         self.observations.merge(batch_observations)

@@ -96,6 +96,38 @@ def shared_rewrite(
     return found
 
 
+class RewriteCache:
+    """The rewritten functions of one session, and the sources `_unsafe_update_src` gave kernels.
+
+    A cache: a function is rewritten again when its code, its breakpoints or its source change.
+    """
+
+    def __init__(self, breakpoints: tuple[int, ...]) -> None:
+        self.breakpoints = breakpoints
+        self._rewrites: dict[tuple[Any, ...], RewrittenFunction] = {}
+        # sources that JITFunctions were given by _unsafe_update_src, by the function under them
+        self.sources: dict[Callable[..., Any], tuple[str, int]] = {}
+
+    def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
+        """`fn` rewritten (instrumented: recorded, with the session's breakpoints)."""
+        breakpoints = self.breakpoints if instrument else ()
+        source = self.sources.get(fn)
+        key = (fn.__code__, instrument, breakpoints, source)
+        if key not in self._rewrites:
+            self._rewrites[key] = shared_rewrite(
+                fn, instrument=instrument, breakpoints=breakpoints, source=source
+            )
+        return self._rewrites[key]
+
+    def note_source(self, jit: Any) -> None:
+        """Remember the source `jit` compiles when `_unsafe_update_src` replaced its function's own."""
+        updated = triton_compat.updated_source(jit)
+        if updated is None:
+            self.sources.pop(jit.fn, None)
+        else:
+            self.sources[jit.fn] = updated
+
+
 def rewrite(
     fn: Callable[..., Any],
     *,

@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from kernel_nb import diff
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.launch import Engine
 from kernel_nb.engine.patches import NamespaceSnapshot
-from kernel_nb.engine.run import Engine
 from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
