@@ -14,7 +14,7 @@ import numpy as np
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, unsupported_reason
-from kernel_nb.engine.batched_intervals import NeedsPrecise
+from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun

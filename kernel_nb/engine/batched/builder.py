@@ -19,7 +19,7 @@ import numpy as np
 import triton.language as tl
 
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_tiles import (
+from kernel_nb.engine.batched.tiles import (
     AFFINE,
     INTEGER_FORM,
     SPLAT,

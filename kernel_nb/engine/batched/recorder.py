@@ -1,5 +1,5 @@
 """Recording for the batched strategy: each value's rows are its programs' values, split into the
-per-program records the serial strategy makes (see batched.py)."""
+per-program records the serial strategy makes (see batched/run.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 
 from kernel_nb import numerics
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_builder import Divergence, batched_active, batched_trips
-from kernel_nb.engine.batched_tiles import AFFINE, rows_of, shape_of, widened
+from kernel_nb.engine.batched.builder import Divergence, batched_active, batched_trips
+from kernel_nb.engine.batched.tiles import AFFINE, rows_of, shape_of, widened
 from kernel_nb.engine.capture import Recorder, report_origin
 from kernel_nb.trace import (
     Deferred,

@@ -1,6 +1,6 @@
 """Memory hooks for the batched strategy: every program's accesses at once, split per program, and
 the bookkeeping that tells when running programs together would differ from running them one by one
-(see batched.py)."""
+(see batched/run.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import numpy as np
 
 from kernel_nb.checks import describe
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_access import Access, view_of
-from kernel_nb.engine.batched_builder import BatchUnsupported, Divergence
-from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, TileShape
-from kernel_nb.engine.batched_tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
+from kernel_nb.engine.batched.access import Access, view_of
+from kernel_nb.engine.batched.builder import BatchUnsupported, Divergence
+from kernel_nb.engine.batched.intervals import IntervalBook, NeedsPrecise, TileShape
+from kernel_nb.engine.batched.recorder import BatchRecorder
+from kernel_nb.engine.batched.tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
 from kernel_nb.engine.hooks import MemoryGuard
 from kernel_nb.trace import EventBlock, MemoryEvent, TileRows
 
@@ -51,7 +51,7 @@ class BatchGuard(MemoryGuard):
     recorder: BatchRecorder
     builder: Any  # the interpreter's builder while it is batched (for per-program atomic values)
 
-    precise: bool = True  # per-element bookkeeping; otherwise ranges (batched_intervals)
+    precise: bool = True  # per-element bookkeeping; otherwise ranges (batched/intervals)
     book: IntervalBook
     _access: Access | None = None
 
@@ -599,7 +599,7 @@ class BatchGuard(MemoryGuard):
 
 class HeldRows:
     """An access made by the rows a narrowed masked loop holds (see BatchRecorder.at), as the
-    bookkeeping sees it: rows of the whole batch (the Lanes protocol of batched_intervals)."""
+    bookkeeping sees it: rows of the whole batch (the Lanes protocol of batched/intervals)."""
 
     def __init__(self, access: Access, held: np.ndarray, batch: int) -> None:
         self.access, self.held, self.batch = access, held, batch

@@ -1,10 +1,10 @@
 """The batched strategy: the programs of a launch run together, one numpy call serving them all.
 
-Every value carries the batch's programs along a leading axis (see batched_builder). A `range`
+Every value carries the batch's programs along a leading axis (see batched/builder). A `range`
 loop whose stop differs between programs runs once for all of them: each iteration holds the rows
 of the programs still running only (or, where it cannot, masks the others), the programs that are
 done make no loads, stores, records or events, and the loop's names keep their values for them
-(batched_capture.loop_range). Where the programs disagree about other
+(`BatchRecorder.loop_range` in recorder.py). Where the programs disagree about other
 control flow, the batch is undone (an undo log restores every byte its stores and atomics changed)
 and split into groups that agree, each run on its own. The result must
 equal the serial strategy's, records and findings included; wherever the batched form cannot
@@ -26,16 +26,16 @@ import numpy as np
 from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_builder import (
+from kernel_nb.engine.batched.builder import (
     BatchedBuilder,
     BatchUnsupported,
     Divergence,
     batched_language,
     batched_value,
 )
-from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_hooks import BatchGuard
-from kernel_nb.engine.batched_intervals import NeedsPrecise
+from kernel_nb.engine.batched.guard import BatchGuard
+from kernel_nb.engine.batched.intervals import NeedsPrecise
+from kernel_nb.engine.batched.recorder import BatchRecorder
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.waiting import waits
@@ -71,7 +71,7 @@ class BatchedRun(SerialRun):
 
     recorder: BatchRecorder
     guard: BatchGuard
-    precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched_intervals)
+    precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched/intervals)
     note = ""  # how the launch was kept track of, for Launch.strategy_note
 
     def __post_init__(self) -> None:
