@@ -48,7 +48,12 @@ class ArithmeticHooks:
             )
 
     @contextmanager
-    def installed(self, builder: Any) -> Iterator[None]:
+    def installed(self, builder: Any, *, observations: Observations | None = None) -> Iterator[None]:
+        """The hooks in `builder` for a while; observations go to `observations` meanwhile (None:
+        to the launch's, given at construction: a batch's are its own until it succeeds)."""
+        launch_observations = self.observations
+        if observations is not None:
+            self.observations = observations
         names = (
             "binary_op",
             "unary_op",
@@ -84,6 +89,7 @@ class ArithmeticHooks:
             with bits_reductions.gpu_order() if self.faithful else nullcontext():
                 yield
         finally:
+            self.observations = launch_observations
             for name in hooks:
                 delattr(builder, name)
 

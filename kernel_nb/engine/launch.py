@@ -89,8 +89,9 @@ class Engine:
             # ranges first; per-element bookkeeping where ranges cannot prove the batches exact
             precise: str | None = None
             while reason is None:
-                batched = BatchedRun(fn, launch, bound, self.options, self.rewrites, self.interrupts)
-                batched.precise = precise
+                batched = BatchedRun(
+                    fn, launch, bound, self.options, self.rewrites, self.interrupts, precise=precise
+                )
                 try:
                     batched.run(order)
                     launch.strategy, launch.strategy_note = "batched", batched.note

@@ -21,6 +21,7 @@ import numpy as np
 from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BoundArguments
 from kernel_nb.engine.arith import ArithmeticHooks
 from kernel_nb.engine.capture import FunctionProbe, Recorder
@@ -53,33 +54,52 @@ class SerialRun:
         """Drop what the finished run's parts hold of each other and of the launch: they refer to
         one another, and as a cycle they would keep the launch's arrays until a garbage collection
         rather than until the launch is let go of."""
-        parts = [self, self.guard, self.recorder, self.arith, *getattr(self, "replaced", [])]
-        for part in parts:
+        for part in (self, self.guard, self.recorder, self.arith):
             part.__dict__.clear()
 
     def __post_init__(self) -> None:
-        options = self.options
-        self.recorder = Recorder(options, options.budget_bytes)
         self.locate = frame_locator(self.codes)
-        self.guard = MemoryGuard(self.launch, self.bound.buffers, self.recorder, self.locate)
-        self.guard.update_maps = not self.replay
-        self.recorder.guard = self.guard
-        self.recorder.statements = self.launch.statements
-        self.recorder.order_of = self.launch.linear
+        self.addresses = AddressMap(self.bound.buffers)
         self.observations = Observations()
-        detect = options.detect and not self.replay
-        if detect:
-            self.recorder.observations = self.observations
-            self.guard.observations = self.observations
-            self.guard.initialised = {
-                b.name: np.zeros(b.size, bool) for b in self.bound.buffers if b.poisoned
-            }
-        self.arith = ArithmeticHooks(
-            self.recorder, self.locate, self.observations, faithful=options.numerics == "gpu", detect=detect
-        )
+        self.detect = self.options.detect and not self.replay
         # a kernel that may wait for another program runs its programs in turns
         self.turns = Turns(self.locate, self.codes) if waits(self.fn) else None
-        self.guard.turns = self.turns
+        self.recorder, self.guard = self._parts()
+        self.arith = ArithmeticHooks(
+            self.recorder,
+            self.locate,
+            self.observations,
+            faithful=self.options.numerics == "gpu",
+            detect=self.detect,
+        )
+
+    def _parts(self) -> tuple[Recorder, MemoryGuard]:
+        """The strategy's recorder and memory guard, built with each other."""
+        observations = self.observations if self.detect else None
+        recorder = Recorder(
+            self.options,
+            self.addresses,
+            statements=self.launch.statements,
+            order_of=self.launch.linear,
+            observations=observations,
+        )
+        guard = MemoryGuard(
+            self.launch,
+            self.addresses,
+            recorder,
+            self.locate,
+            update_maps=not self.replay,
+            observations=observations,
+            initialised=self._initialised(),
+            turns=self.turns,
+        )
+        return recorder, guard
+
+    def _initialised(self) -> dict[str, np.ndarray]:
+        """Per poisoned buffer, which elements were written (none yet; empty without detection)."""
+        if not self.detect:
+            return {}
+        return {b.name: np.zeros(b.size, bool) for b in self.bound.buffers if b.poisoned}
 
     def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` rewritten and bound to this launch (user functions instrumented, Triton's own not)."""

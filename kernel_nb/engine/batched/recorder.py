@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 
 from kernel_nb import numerics
+from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched.builder import Divergence, batched_active, batched_trips
+from kernel_nb.engine.addresses import AddressMap
+from kernel_nb.engine.batched.builder import Divergence, LoopMask
+from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.tiles import AFFINE, rows_of, shape_of, widened
 from kernel_nb.engine.capture import Recorder, report_origin
+from kernel_nb.options import Options
 from kernel_nb.trace import (
     Deferred,
     EventBlock,
@@ -22,6 +26,7 @@ from kernel_nb.trace import (
     ProgramTrace,
     RecordBlock,
     Records,
+    Statement,
     SummaryColumns,
     TileRows,
 )
@@ -30,8 +35,40 @@ from kernel_nb.trace import (
 class BatchRecorder(Recorder):
     """Records a batch: each value's rows are its programs' values."""
 
-    def begin_batch(self, pids: list[Pid]) -> None:
+    def __init__(
+        self,
+        options: Options,
+        addresses: AddressMap,
+        *,
+        statements: list[Statement],
+        order_of: Callable[[Pid], int],
+        loop_mask: LoopMask,
+        precise: bool,
+        ranges: bool,
+        hold: Callable[[np.ndarray | None], None],
+    ) -> None:
+        """
+        Args:
+            loop_mask: the run's record of the programs a masked loop still runs.
+            precise: the bookkeeping is per element (masked loops then mask, never narrow).
+            ranges: range bookkeeping could serve the launch (see `guard.ranges_apply`).
+            hold: tells the guard which rows of the batch values hold from now on (None: all).
+        """
+        super().__init__(options, addresses, statements=statements, order_of=order_of)
+        self.loop_mask = loop_mask
+        self.precise = precise
+        self.ranges = ranges
+        self.hold_rows = hold
+        self.batch: list[Pid] = []
+        # per launch: arrays whose kept rows are views
+        self._held_whole: dict[int, np.ndarray] = {}
+        self._held_bytes = 0
+        self._arenas = {id(b.memory.copy) for b in addresses.buffers}  # the arguments' host copies
+
+    def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
+        """Start recording a batch; observations go to `observations` (None: none)."""
         self.batch = pids
+        self.observations = observations
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
         open_budget = self.capture and self.kept_bytes < self.budget
@@ -58,15 +95,11 @@ class BatchRecorder(Recorder):
         # every row); `width` of them
         self.at: np.ndarray | None = None
         # masked loops narrow their iterations where the bookkeeping is by ranges (see loop_narrow)
-        self.narrows = self.guard is not None and not self.guard.precise  # type: ignore[attr-defined]
+        self.narrows = not self.precise
         self.split_trips: np.ndarray | None = None  # the trip counts of the last narrowed loop
         self._masked_depth: tuple[int, int] | None = None
-        batched_active[0] = batched_trips[0] = None
+        self.loop_mask.clear()
         self.frames = [type(self.frames[0])("")]
-        if not hasattr(self, "_held_whole"):  # per launch: arrays whose kept rows are views
-            self._held_whole: dict[int, np.ndarray] = {}
-            self._held_bytes = 0
-        self._arenas: set[int] | None = None  # the arguments' host copies (see _sole_array)
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
         self._held_kept_cache: tuple[Any, Any, np.ndarray | None, np.ndarray] | None = None
 
@@ -153,7 +186,7 @@ class BatchRecorder(Recorder):
         affine = getattr(value.handle, AFFINE, None)
         if not affine or affine.lanes.size != int(np.prod(triton_compat.tensor_shape(value))):
             return None
-        return self.guard.tile_offsets(affine, self.width)  # type: ignore[union-attr]  # a BatchGuard
+        return tile_offsets(self.addresses, affine, self.width)
 
     def _record_tile(self, stmt: int, value: Any, shift: np.ndarray, lanes: np.ndarray, arg: str) -> None:
         batch = len(self.batch)
@@ -205,7 +238,7 @@ class BatchRecorder(Recorder):
             rows = self._rows_of(data, shape)
             type_name = triton_compat.tensor_type_name(value)
             if triton_compat.is_pointer_tensor(value):
-                offsets, args = self.guard.row_offsets(rows)  # type: ignore[union-attr]  # a BatchGuard
+                offsets, args = row_offsets(self.addresses, rows, ranges=self.ranges)
                 return offsets, type_name, shape, args
             if numerics.is_bits_float(type_name):
                 rows = numerics.decode(rows, type_name)
@@ -304,7 +337,7 @@ class BatchRecorder(Recorder):
         return self._masked_loop(start, step, trips)
 
     def _masked_loop(self, start: int, step: int, trips: np.ndarray) -> Iterator[int]:
-        self.trips = batched_trips[0] = trips
+        self.trips = self.loop_mask.trips = trips
         self.split_trips = trips
         self._masked_depth = (len(self.frames), len(self.frames[-1].loops))
         # with range bookkeeping, an iteration runs on the programs still running alone (their
@@ -316,19 +349,19 @@ class BatchRecorder(Recorder):
                 self.active = None if active.all() else active
                 narrow = self._narrowing and self.active is not None
                 self._hold(np.flatnonzero(active) if narrow else None)
-                batched_active[0] = None if narrow else self.active
+                self.loop_mask.active = None if narrow else self.active
                 yield start + k * step
         finally:
             self._hold(None)
             self.active = self.trips = self._masked_depth = None
-            batched_active[0] = batched_trips[0] = None
+            self.loop_mask.clear()
 
     def _hold(self, at: np.ndarray | None) -> None:
         """Values hold rows `at` of the batch from now on (None: all rows)."""
         if at is None and self.at is None:
             return
         self.at = at
-        self.guard.hold(at)  # type: ignore[union-attr]  # a BatchGuard
+        self.hold_rows(at)
 
     def loop_snapshot(self, names: dict[str, Any]) -> Any:
         if self.trips is None:
@@ -356,7 +389,7 @@ class BatchRecorder(Recorder):
                 # a tuple of per-program values: this loop runs on all programs, the others masked
                 self._narrowing = False
                 self._hold(None)
-                batched_active[0] = self.active
+                self.loop_mask.active = self.active
                 return None
         saved.narrowed = tuple(narrowed)
         return narrowed
@@ -485,8 +518,6 @@ class BatchRecorder(Recorder):
         # a view of the whole array, or of less memory (a broadcast): it holds no more than counted
         if base.base is not None or not base.flags.owndata or base.nbytes > rows.nbytes:
             return False
-        if self._arenas is None:
-            self._arenas = {id(b.memory.copy) for b in self.guard.buffers}  # type: ignore[union-attr]
         return id(base) not in self._arenas
 
     def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:

@@ -19,6 +19,7 @@ import inspect
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,15 +27,10 @@ import numpy as np
 from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched.builder import (
-    BatchedBuilder,
-    BatchUnsupported,
-    Divergence,
-    batched_language,
-    batched_value,
-)
-from kernel_nb.engine.batched.guard import BatchGuard
+from kernel_nb.engine.batched.builder import BatchedBuilder, BatchUnsupported, Divergence, LoopMask
+from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply
 from kernel_nb.engine.batched.intervals import NeedsPrecise
+from kernel_nb.engine.batched.language import batched_language, batched_value
 from kernel_nb.engine.batched.recorder import BatchRecorder
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.serial import SerialRun
@@ -66,38 +62,50 @@ def unsupported_reason(fn: Callable[..., Any], options: Options) -> str | None:
     return waits(fn)
 
 
+@dataclass
 class BatchedRun(SerialRun):
     """Runs a launch's programs in batches, splitting where control flow diverges."""
 
-    recorder: BatchRecorder
-    guard: BatchGuard
+    recorder: BatchRecorder = field(init=False)
+    guard: BatchGuard = field(init=False)
     precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched/intervals)
-    note = ""  # how the launch was kept track of, for Launch.strategy_note
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        options = self.options
-        recorder = BatchRecorder(options, options.budget_bytes)
-        guard = BatchGuard(self.launch, self.bound.buffers, recorder, self.locate)
-        recorder.guard = guard
-        recorder.statements = self.launch.statements
-        recorder.statement_info = self.recorder.statement_info
-        recorder.order_of = self.launch.linear
-        guard.update_maps = True
-        guard.initialised = self.guard.initialised
-        guard.share_aliases()
-        self.replaced = [self.recorder, self.guard]  # the serial parts, unused here
-        self.recorder, self.guard = recorder, guard
-        self.detect = options.detect
-        self.arith.recorder = recorder
+    def _parts(self) -> tuple[BatchRecorder, BatchGuard]:
+        initialised = self._initialised()
+        ranges = ranges_apply(self.addresses, initialised)
+        why_precise = self.precise or ranges
+        if why_precise is None and "atomic_" in _source(self.fn):
+            why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
+        self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
+        self.loop_mask = LoopMask()
+        guard: BatchGuard | None = None
+
+        def hold(at: np.ndarray | None) -> None:
+            assert guard is not None
+            guard.hold(at)
+
+        recorder = BatchRecorder(
+            self.options,
+            self.addresses,
+            statements=self.launch.statements,
+            order_of=self.launch.linear,
+            loop_mask=self.loop_mask,
+            precise=why_precise is not None,
+            ranges=ranges is None,
+            hold=hold,
+        )
+        guard = BatchGuard(
+            self.launch,
+            self.addresses,
+            recorder,
+            self.locate,
+            initialised=initialised,
+            precise=why_precise is not None,
+        )
+        return recorder, guard
 
     def run(self, order: list[Pid]) -> None:
         launch = self.launch
-        why_precise = self.precise or self.guard.ranges_apply()
-        if why_precise is None and "atomic_" in _source(self.fn):
-            why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
-        self.guard.precise = why_precise is not None
-        self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
         progress = self.options.progress
         done = 0
         if progress is not None:
@@ -132,26 +140,24 @@ class BatchedRun(SerialRun):
 
     @contextmanager
     def _language(self) -> Iterator[Any]:
-        with interpreter_scope(self.call) as stock, batched_language():
+        with interpreter_scope(self.call) as stock, batched_language(self.loop_mask):
             yield stock
 
     def _run_group(
         self, stock: Any, kernel: Callable[..., Any], values: dict[str, Any], pids: list[Pid]
     ) -> None:
-        attributes = BatchedBuilder.attributes(np.array(pids, dtype=np.int64), self.launch.grid)
+        attributes = BatchedBuilder.attributes(
+            np.array(pids, dtype=np.int64), self.launch.grid, self.loop_mask
+        )
         batch_observations = Observations()
-        self.recorder.begin_batch(pids)
-        self.guard.begin_batch()
-        self.guard.builder = stock
-        if self.detect:
-            self.recorder.observations = batch_observations
-            self.guard.observations = batch_observations
-            self.arith.observations = batch_observations
+        observing = batch_observations if self.detect else None
+        self.recorder.begin_batch(pids, observing)
+        self.guard.begin_batch(stock, observing)
         try:
             with (
                 triton_compat.builder_as(stock, BatchedBuilder, **attributes) as builder,
                 self.guard.installed(builder),
-                self.arith.installed(builder),
+                self.arith.installed(builder, observations=observing),
             ):
                 kernel(**values)
         except Divergence as split:
