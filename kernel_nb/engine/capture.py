@@ -45,7 +45,7 @@ class Recorder:
         statements: list[Statement],
         order_of: Callable[[Pid], int],
         observations: Observations | None = None,
-        statement_info: list[LocalStatement] | None = None,
+        on_iteration: Callable[[], None] | None = None,
     ) -> None:
         """
         Args:
@@ -53,8 +53,7 @@ class Recorder:
             statements: the launch's statements, which the records refer to by number.
             order_of: a program's place in the launch order.
             observations: where detectors' observations go (None: detection is off).
-            statement_info: what the rewrite knows of each statement, by number (shared between the
-                parts of one run, which register functions into it).
+            on_iteration: called at every loop iteration.
         """
         self.options = options
         self.capture = options.capture
@@ -67,11 +66,11 @@ class Recorder:
         self.frames: list[_Frame] = [_Frame("")]
         self.selected: set[Pid] | None = None if options.pids == "all" else set(options.pids)
         self.statements = statements
-        self.statement_info = [] if statement_info is None else statement_info
+        # what the rewrite knows of each statement, by number (the run registers functions into it)
+        self.statement_info: list[LocalStatement] = []
         self.observations = observations
         self.order_of = order_of
-        # called at every loop iteration (the batched strategy reports progress from here)
-        self.on_iteration: Callable[[], None] | None = None
+        self.on_iteration = on_iteration
 
     def begin(self, pid: Pid, *, force_keep: bool = False) -> ProgramTrace:
         """Start recording a program; its values are kept if selected and the budget allows."""

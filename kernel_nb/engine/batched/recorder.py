@@ -46,6 +46,7 @@ class BatchRecorder(Recorder):
         precise: bool,
         ranges: bool,
         hold: Callable[[np.ndarray | None], None],
+        on_iteration: Callable[[], None] | None = None,
     ) -> None:
         """
         Args:
@@ -53,8 +54,11 @@ class BatchRecorder(Recorder):
             precise: the bookkeeping is per element (masked loops then mask, never narrow).
             ranges: range bookkeeping could serve the launch (see `guard.ranges_apply`).
             hold: tells the guard which rows of the batch values hold from now on (None: all).
+            on_iteration: called at every loop iteration (to report progress from inside a batch).
         """
-        super().__init__(options, addresses, statements=statements, order_of=order_of)
+        super().__init__(
+            options, addresses, statements=statements, order_of=order_of, on_iteration=on_iteration
+        )
         self.loop_mask = loop_mask
         self.precise = precise
         self.ranges = ranges

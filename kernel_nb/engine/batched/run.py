@@ -69,6 +69,8 @@ class BatchedRun(SerialRun):
     recorder: BatchRecorder = field(init=False)
     guard: BatchGuard = field(init=False)
     precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched/intervals)
+    # programs done, programs in all, and when progress was last reported
+    _progress: tuple[int, int, float] = field(init=False, default=(0, 0, 0.0))
 
     def _parts(self) -> tuple[BatchRecorder, BatchGuard]:
         initialised = self._initialised()
@@ -93,6 +95,7 @@ class BatchedRun(SerialRun):
             precise=why_precise is not None,
             ranges=ranges is None,
             hold=hold,
+            on_iteration=None if self.options.progress is None else self._during_batch,
         )
         guard = BatchGuard(
             self.launch,
@@ -104,22 +107,21 @@ class BatchedRun(SerialRun):
         )
         return recorder, guard
 
+    def _during_batch(self) -> None:
+        """A batch can run long (a loop over all its programs at once): progress is reported
+        between batches and, at most every 0.2 s, from inside the batch's loops."""
+        done, total, last = self._progress
+        now = time.perf_counter()
+        if now - last > 0.2:
+            self._progress = (done, total, now)
+            assert self.options.progress is not None
+            self.options.progress(done, total)
+
     def run(self, order: list[Pid]) -> None:
         launch = self.launch
         progress = self.options.progress
         done = 0
-        if progress is not None:
-            # a batch can run long (a loop over all its programs at once): report between batches
-            # and, at most every 0.2 s, from inside the batch's loops
-            last = [time.perf_counter()]
-
-            def during_batch() -> None:
-                now = time.perf_counter()
-                if now - last[0] > 0.2:
-                    last[0] = now
-                    progress(done, len(order))
-
-            self.recorder.on_iteration = during_batch
+        self._progress = (0, len(order), time.perf_counter())
         try:
             with self._language() as stock:
                 kernel = self.function(self.fn)
@@ -128,10 +130,11 @@ class BatchedRun(SerialRun):
                     group = order[done : done + MAX_BATCH]
                     self._run_group(stock, kernel, values, group)
                     done += len(group)
+                    self._progress = (done, len(order), self._progress[2])
                     if progress is not None:
                         progress(done, len(order))
         except KeyboardInterrupt:
-            batch = getattr(self.recorder, "batch", None)
+            batch = self.recorder.batch
             # the first program of the batch that was running
             raise self._interrupted(batch[0] if batch else None) from None
         # groups split off by divergence finish out of order: list programs as the serial run does
