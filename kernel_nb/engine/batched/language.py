@@ -74,17 +74,17 @@ def _reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: bool = False, **k
     else:
         axis = axis % len(shape)
         ax, out_shape = axis + 1, shape[:axis] + shape[axis + 1 :]
-    standard = tl.standard
+    kind = triton_compat.combine_kind(combine_fn)
     first = datas[0]
-    if combine_fn is standard._sum_combine:
+    if kind == "sum":
         results = [np.sum(first, axis=ax)]
-    elif combine_fn is standard._elementwise_max:
+    elif kind == "max":
         results = [np.nanmax(first, axis=ax)]
-    elif combine_fn is standard._elementwise_min:
+    elif kind == "min":
         results = [np.nanmin(first, axis=ax)]
-    elif combine_fn in (standard._argmax_combine_tie_break_left, standard._argmax_combine_tie_break_fast):
+    elif kind == "argmax":
         results = [np.nanmax(first, axis=ax), np.nanargmax(first, axis=ax)]
-    elif combine_fn in (standard._argmin_combine_tie_break_left, standard._argmin_combine_tie_break_fast):
+    elif kind == "argmin":
         results = [np.nanmin(first, axis=ax), np.nanargmin(first, axis=ax)]
     else:
         return _generic_reduce(inputs, datas, ax, out_shape, combine_fn, keep_dims, axis)
@@ -137,10 +137,10 @@ def _scan(input: Any, axis: int, combine_fn: Any, reverse: bool = False, **kwarg
     datas = [batch_rows(t.handle.data, b) for t in inputs]
     if reverse:
         datas = [np.flip(d, axis=ax) for d in datas]
-    standard = tl.standard
-    if combine_fn is standard._sum_combine:
+    kind = triton_compat.combine_kind(combine_fn)
+    if kind == "sum":
         outs = [np.cumsum(datas[0], axis=ax)]
-    elif combine_fn is getattr(standard, "_prod_combine", None):
+    elif kind == "prod":
         outs = [np.cumprod(datas[0], axis=ax)]
     else:
         slice_shape = shape[:axis] + shape[axis + 1 :]
@@ -166,12 +166,9 @@ def _scan(input: Any, axis: int, combine_fn: Any, reverse: bool = False, **kwarg
 def batched_language(loop_mask: LoopMask) -> Iterator[None]:
     """Redefine the parts of triton.language that read values directly (the caller restores them:
     this runs inside the interpreter scope, whose namespace snapshot undoes it)."""
-    tl.tensor.__index__ = _index(loop_mask)  # type: ignore[method-assign,assignment]
-    tl.tensor.__bool__ = _truth(loop_mask)  # type: ignore[method-assign,assignment]
-    tl.tensor.T = property(_transpose)  # type: ignore[misc,assignment]
-    for space in (tl, tl.core):
-        space.reduce = _reduce
-        space.associative_scan = _scan
+    triton_compat.patch_value_reads(
+        index=_index(loop_mask), truth=_truth(loop_mask), transpose=_transpose, reduce=_reduce, scan=_scan
+    )
     yield
 
 

@@ -1,0 +1,191 @@
+"""Every use of Triton's private API, in one place: the interpreter, the compiler and the driver.
+
+Supported: triton 3.4 to 3.9. A name missing from the installed Triton raises
+`UnsupportedTritonError` naming the supported range, instead of an AttributeError deep in a launch.
+The rest of kernel_nb imports this package, not its modules:
+
+- `versions`: the supported range and the error naming it;
+- `interpreter`: the interpreter's builder, semantic, native loads and stores, runtime classes;
+- `methods`: the builder methods kernel_nb replaces, in one table;
+- `values`: Triton values as the interpreter holds them;
+- `jit`: `@triton.jit` objects and their sources;
+- `language`: triton.language routed to the interpreter, libdevice, the combine functions of
+  tl.standard, and the patches the batched strategy makes to the language;
+- `descriptors`: tensor descriptors and `tl.dot_scaled` across versions;
+- `compiler`: compiling for a GPU target, and the driver and backends that needs.
+"""
+
+import triton.language as tl
+
+from kernel_nb.engine.triton_compat.compiler import (
+    backend_names,
+    compile_source,
+    current_device,
+    gpu_target,
+)
+from kernel_nb.engine.triton_compat.descriptors import (
+    dot_scaled_compute_type,
+    dot_scaled_operand,
+    implicit_convert,
+    tensor_descriptor_type,
+)
+from kernel_nb.engine.triton_compat.interpreter import (
+    AUTOTUNER,
+    HEURISTICS,
+    JIT_FUNCTION,
+    LANGUAGE_DIR,
+    RUNTIME_DIR,
+    TENSOR_WRAPPER,
+    InterpreterBuilder,
+    TensorDescHandle,
+    TensorHandle,
+    builder,
+    builder_as,
+    dot_input_precisions,
+    is_interpreter_range,
+    np_dtype,
+    plain_load,
+    plain_store,
+    poll_timeout_ns,
+    raw_load,
+    raw_store,
+    rewrite_globals,
+    rmw_op_name,
+    semantic,
+    set_debug,
+    set_grid,
+    set_program,
+    stock_transformers,
+)
+from kernel_nb.engine.triton_compat.jit import (
+    constexpr_names,
+    innermost_jit,
+    jit_source_function,
+    updated_source,
+)
+from kernel_nb.engine.triton_compat.language import (
+    LIBDEVICE_CUDA,
+    LIBDEVICE_STUBS,
+    CompileTimeError,
+    Extern,
+    combine_kind,
+    language_namespaces,
+    libdevice_global,
+    libdevice_modules,
+    patch_language,
+    patch_value_reads,
+    standard_combines,
+)
+from kernel_nb.engine.triton_compat.methods import (
+    ARITHMETIC_METHODS,
+    ASSERT_METHOD,
+    ATOMIC_CAS_METHOD,
+    ATOMIC_POLL_METHOD,
+    ATOMIC_RMW_METHOD,
+    LOAD_METHOD,
+    MEMORY_METHODS,
+    PLAIN_LOAD_METHOD,
+    PLAIN_STORE_METHOD,
+    STORE_METHOD,
+    BuilderMethod,
+)
+from kernel_nb.engine.triton_compat.values import (
+    TL_DTYPES,
+    is_pointer_tensor,
+    is_tensor,
+    is_value,
+    make_tuple,
+    pointer_element_itemsize,
+    pointer_element_np,
+    pointer_tensor,
+    scalar_tensor,
+    storage_of,
+    tensor_data,
+    tensor_shape,
+    tensor_type_name,
+    tensor_with_handle,
+    unwrap_constexpr,
+)
+from kernel_nb.engine.triton_compat.versions import SUPPORTED, UnsupportedTritonError, triton_version
+
+__all__ = [
+    "ARITHMETIC_METHODS",
+    "ASSERT_METHOD",
+    "ATOMIC_CAS_METHOD",
+    "ATOMIC_POLL_METHOD",
+    "ATOMIC_RMW_METHOD",
+    "AUTOTUNER",
+    "HEURISTICS",
+    "JIT_FUNCTION",
+    "LANGUAGE_DIR",
+    "LIBDEVICE_CUDA",
+    "LIBDEVICE_STUBS",
+    "LOAD_METHOD",
+    "MEMORY_METHODS",
+    "PLAIN_LOAD_METHOD",
+    "PLAIN_STORE_METHOD",
+    "RUNTIME_DIR",
+    "STORE_METHOD",
+    "SUPPORTED",
+    "TENSOR_WRAPPER",
+    "TL_DTYPES",
+    "BuilderMethod",
+    "CompileTimeError",
+    "Extern",
+    "InterpreterBuilder",
+    "TensorDescHandle",
+    "TensorHandle",
+    "UnsupportedTritonError",
+    "backend_names",
+    "builder",
+    "builder_as",
+    "combine_kind",
+    "compile_source",
+    "constexpr_names",
+    "current_device",
+    "dot_input_precisions",
+    "dot_scaled_compute_type",
+    "dot_scaled_operand",
+    "gpu_target",
+    "implicit_convert",
+    "innermost_jit",
+    "is_interpreter_range",
+    "is_pointer_tensor",
+    "is_tensor",
+    "is_value",
+    "jit_source_function",
+    "language_namespaces",
+    "libdevice_global",
+    "libdevice_modules",
+    "make_tuple",
+    "np_dtype",
+    "patch_language",
+    "patch_value_reads",
+    "plain_load",
+    "plain_store",
+    "pointer_element_itemsize",
+    "pointer_element_np",
+    "pointer_tensor",
+    "poll_timeout_ns",
+    "raw_load",
+    "raw_store",
+    "rewrite_globals",
+    "rmw_op_name",
+    "scalar_tensor",
+    "semantic",
+    "set_debug",
+    "set_grid",
+    "set_program",
+    "standard_combines",
+    "stock_transformers",
+    "storage_of",
+    "tensor_data",
+    "tensor_descriptor_type",
+    "tensor_shape",
+    "tensor_type_name",
+    "tensor_with_handle",
+    "tl",
+    "triton_version",
+    "unwrap_constexpr",
+    "updated_source",
+]
