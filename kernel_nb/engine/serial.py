@@ -24,10 +24,10 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BoundArguments
 from kernel_nb.engine.arith import ArithmeticHooks
-from kernel_nb.engine.capture import FunctionProbe, Recorder
-from kernel_nb.engine.hooks import MemoryGuard, frame_locator
+from kernel_nb.engine.guard import MemoryGuard, frame_locator
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import interpreter_scope
+from kernel_nb.engine.recorder import FunctionProbe, Recorder
 from kernel_nb.engine.rewrite import RewriteCache, RewrittenFunction
 from kernel_nb.engine.waiting import Deadlock, Turns, waits
 from kernel_nb.errors import KernelCompileError, KernelDeadlockError, KernelError, LaunchInterrupted

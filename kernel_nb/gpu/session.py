@@ -22,9 +22,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from kernel_nb import diff
-from kernel_nb.engine import triton_compat
-from kernel_nb.engine.launch import Engine
-from kernel_nb.engine.patches import NamespaceSnapshot
+from kernel_nb.engine import Engine, NamespaceSnapshot, triton_compat
 from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe

@@ -16,7 +16,7 @@ from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import Divergence, LoopMask
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.tiles import AFFINE, rows_of, shape_of, widened
-from kernel_nb.engine.capture import Recorder, report_origin
+from kernel_nb.engine.recorder import Recorder, report_origin
 from kernel_nb.options import Options
 from kernel_nb.trace import (
     Deferred,

@@ -20,7 +20,8 @@ from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.capture import Recorder
+from kernel_nb.engine.patches import patched_methods
+from kernel_nb.engine.recorder import Recorder
 from kernel_nb.engine.waiting import Turns
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
 from kernel_nb.trace import BufferMap, Launch, MemoryEvent, Severity
@@ -307,18 +308,9 @@ class MemoryGuard:
     def installed(self, builder: Any) -> Iterator[None]:
         """Hook the builder's memory operations and device_assert for the duration of a launch."""
         originals = {
-            name: getattr(builder, name)
-            for name in (
-                triton_compat.LOAD_METHOD,
-                triton_compat.STORE_METHOD,
-                triton_compat.ATOMIC_RMW_METHOD,
-                triton_compat.ATOMIC_CAS_METHOD,
-                triton_compat.ASSERT_METHOD,
-                triton_compat.PLAIN_LOAD_METHOD,
-                triton_compat.PLAIN_STORE_METHOD,
-                triton_compat.ATOMIC_POLL_METHOD,
-            )
-            if hasattr(builder, name)
+            method.name: getattr(builder, method.name)
+            for method in triton_compat.MEMORY_METHODS
+            if hasattr(builder, method.name)
         }
         load = originals[triton_compat.LOAD_METHOD]
         store = originals[triton_compat.STORE_METHOD]
@@ -421,7 +413,7 @@ class MemoryGuard:
                 pid=pid,
             )
 
-        hooks = {
+        hooks: dict[str, Callable[..., Any]] = {
             triton_compat.LOAD_METHOD: masked_load,
             triton_compat.STORE_METHOD: masked_store,
             triton_compat.ATOMIC_RMW_METHOD: atomic_rmw,
@@ -432,17 +424,8 @@ class MemoryGuard:
             triton_compat.ATOMIC_POLL_METHOD: atomic_poll,
         }
         hooks = {name: hook for name, hook in hooks.items() if name in originals}
-        had_own = {name: name in vars(builder) for name in hooks}
-        for name, hook in hooks.items():
-            setattr(builder, name, hook)
-        try:
+        with patched_methods(builder, hooks):
             yield
-        finally:
-            for name in hooks:
-                if had_own[name]:
-                    setattr(builder, name, originals[name])
-                else:
-                    delattr(builder, name)
 
 
 class ElementArrays(dict[str, np.ndarray]):
