@@ -52,6 +52,12 @@ class RewrittenFunction:
     code: types.CodeType
     statements: tuple[LocalStatement, ...]
     closure: tuple[tuple[str, Any], ...]
+    # what the function's own source calls that makes its programs depend on running one at a
+    # time, or the bookkeeping per element (see batched/run.py)
+    calls_print: bool = False  # print, tl.device_print, tl.static_print
+    breakpoints: tuple[str, ...] = ()  # breakpoint(), pdb.set_trace() and the like, by name
+    calls_inline_asm: bool = False
+    uses_atomics: bool = False
 
     def bind(self, fn_globals: dict[str, Any], probe: Any) -> Callable[..., Any]:
         """The function, defined in a private copy of its globals with the probe and Triton's names."""
@@ -164,6 +170,7 @@ def rewrite(
     fdef.decorator_list = []
     tree.body = [fdef]
     ast.increment_lineno(tree, start - 1)
+    called = _called_names(fdef)
     for transformer in triton_compat.stock_transformers():
         tree = transformer.visit(tree)
     instrumenter = _Instrumenter(instrument, set(breakpoints))
@@ -197,7 +204,24 @@ def rewrite(
         code=code,
         statements=tuple(instrumenter.statements),
         closure=closure,
+        calls_print=bool(called & {"print", "device_print", "static_print"}),
+        breakpoints=tuple(name for name in ("breakpoint", "set_trace") if name in called),
+        calls_inline_asm=any("inline_asm" in name for name in called),
+        uses_atomics=any(name.startswith("atomic_") for name in called),
     )
+
+
+def _called_names(fdef: ast.AST) -> set[str]:
+    """The names of the functions a function's body calls (`f(...)` and `m.f(...)` give "f")."""
+    names = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                names.add(func.attr)
+    return names
 
 
 class _Instrumenter:

@@ -15,7 +15,6 @@ raised and the launch runs serially from its input snapshot.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.language import batched_language, batched_value
 from kernel_nb.engine.batched.recorder import BatchRecorder
 from kernel_nb.engine.patches import interpreter_scope
+from kernel_nb.engine.rewrite import RewrittenFunction
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
@@ -40,25 +40,27 @@ from kernel_nb.trace import Pid
 
 MAX_BATCH = 4096  # values of a batch's programs are copied only while the budget can reach them
 
-# source text that makes a kernel's programs depend on running one at a time
-_SERIAL_ONLY = ("print(", "breakpoint(", "set_trace(", "device_print", "static_print", "inline_asm")
 
-
-def unsupported_reason(fn: Callable[..., Any], options: Options) -> str | None:
-    """Why the batched strategy does not apply to a launch of `fn` (None: it applies)."""
+def unsupported_reason(
+    rewritten: RewrittenFunction | None, fn: Callable[..., Any], options: Options
+) -> str | None:
+    """Why the batched strategy does not apply to a launch of `fn` (None: it applies); `rewritten`
+    is the kernel as the launch runs it (None: its source cannot be read)."""
     if options.strategy == "serial":
         return "the serial strategy was asked for"
     if options.breakpoints:
         return "breakpoints stop single programs"
     if options.order != "serial":
         return f"programs run in {options.order} order"
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
+    if rewritten is None:
         return "the kernel's source is not available"
-    for marker in _SERIAL_ONLY:
-        if marker in source:
-            return f"the kernel calls {marker.rstrip('(')}"
+    # what makes the programs depend on running one at a time
+    if rewritten.calls_print:
+        return "the kernel calls print"
+    if rewritten.breakpoints:
+        return f"the kernel calls {rewritten.breakpoints[0]}"
+    if rewritten.calls_inline_asm:
+        return "the kernel calls inline_asm"
     return waits(fn)
 
 
@@ -76,7 +78,10 @@ class BatchedRun(SerialRun):
         initialised = self._initialised()
         ranges = ranges_apply(self.addresses, initialised)
         why_precise = self.precise or ranges
-        if why_precise is None and "atomic_" in _source(self.fn):
+        if (
+            why_precise is None
+            and self.rewrites.rewritten(self.fn, instrument=self.options.capture).uses_atomics
+        ):
             why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
         self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
         self.loop_mask = LoopMask()
@@ -179,13 +184,6 @@ class BatchedRun(SerialRun):
         self.recorder.trim()
         for program in self.recorder.programs:
             self.launch.programs[program.pid] = program
-
-
-def _source(fn: Callable[..., Any]) -> str:
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        return ""
 
 
 def _groups(pids: list[Pid], values: np.ndarray) -> list[list[Pid]]:
