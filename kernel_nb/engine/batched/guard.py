@@ -1,6 +1,12 @@
 """Memory hooks for the batched strategy: every program's accesses at once, split per program, and
 the bookkeeping that tells when running programs together would differ from running them one by one
-(see batched/run.py)."""
+(see batched/run.py).
+
+Longer than the engine's other modules, for a reason: every hook has two forms, per element and
+by ranges (batched/intervals), and both forms of a check, a load or store and its event share the
+state of the one access under way (`_access`, the undo log, the rows held by a narrowed loop).
+Apart, that state would pass between modules on every access.
+"""
 
 from __future__ import annotations
 

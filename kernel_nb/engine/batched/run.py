@@ -4,7 +4,7 @@ Every value carries the batch's programs along a leading axis (see batched/build
 loop whose stop differs between programs runs once for all of them: each iteration holds the rows
 of the programs still running only (or, where it cannot, masks the others), the programs that are
 done make no loads, stores, records or events, and the loop's names keep their values for them
-(`BatchRecorder.loop_range` in recorder.py). Where the programs disagree about other
+(`MaskedLoops.loop_range` in loops.py). Where the programs disagree about other
 control flow, the batch is undone (an undo log restores every byte its stores and atomics changed)
 and split into groups that agree, each run on its own. The result must
 equal the serial strategy's, records and findings included; wherever the batched form cannot
