@@ -13,10 +13,9 @@ import numpy as np
 
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
-from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, unsupported_reason
-from kernel_nb.engine.batched.intervals import NeedsPrecise
+from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
-from kernel_nb.engine.rewrite import RewriteCache, RewrittenFunction, SourceUnavailableError
+from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, ProgramTrace
@@ -84,11 +83,9 @@ class Engine:
         order: list[Pid],
     ) -> SerialRun:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
-        try:
-            kernel: RewrittenFunction | None = self.rewrites.rewritten(fn, instrument=self.options.capture)
-        except SourceUnavailableError:
-            kernel = None  # the serial run reports it
-        reason = unsupported_reason(kernel, fn, self.options)
+        reason = unsupported_reason(
+            fn, self.options, lambda: self.rewrites.rewritten(fn, instrument=self.options.capture)
+        )
         if reason is None:
             # ranges first; per-element bookkeeping where ranges cannot prove the batches exact
             precise: str | None = None

@@ -183,14 +183,14 @@ class SerialRun:
                     for done, program_id in enumerate(order):
                         run_program(program_id)
                         if progress is not None:
-                            report_progress(progress, done + 1, len(order))
+                            _report_progress(progress, done + 1, len(order))
                 else:
                     self._take_turns(run_program, tee, order, progress)
         except Deadlock as stuck:
             error = self._deadlock(stuck)
             self._fail(error)
             raise error from None
-        except CallbackError as failed:
+        except _CallbackError as failed:
             raise failed.error from None
         except KernelError as error:
             self._fail(error)
@@ -245,7 +245,7 @@ class SerialRun:
             recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts = state
             triton_compat.set_program(b, recorder.program.pid)
 
-        report = None if progress is None else (lambda done: report_progress(progress, done, len(order)))
+        report = None if progress is None else (lambda done: _report_progress(progress, done, len(order)))
         try:
             self.turns.run(order, run_program, save, restore, report)
         finally:
@@ -295,18 +295,18 @@ class SerialRun:
             error.source_line = linecache.getline(error.file, error.line) or None
 
 
-class CallbackError(Exception):
+class _CallbackError(Exception):
     """An error of the caller's progress callback: not the kernel's, so passed on as it is."""
 
     def __init__(self, error: Exception) -> None:
         self.error = error
 
 
-def report_progress(progress: Callable[[int, int], None], done: int, total: int) -> None:
+def _report_progress(progress: Callable[[int, int], None], done: int, total: int) -> None:
     try:
         progress(done, total)
     except Exception as exc:
-        raise CallbackError(exc) from exc
+        raise _CallbackError(exc) from exc
 
 
 def _main_thread() -> bool:

@@ -32,7 +32,7 @@ from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.language import batched_language, batched_value
 from kernel_nb.engine.batched.recorder import BatchRecorder
 from kernel_nb.engine.patches import interpreter_scope
-from kernel_nb.engine.rewrite import RewrittenFunction
+from kernel_nb.engine.rewrite import RewrittenFunction, SourceUnavailableError
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
@@ -42,24 +42,27 @@ MAX_BATCH = 4096  # values of a batch's programs are copied only while the budge
 
 
 def unsupported_reason(
-    rewritten: RewrittenFunction | None, fn: Callable[..., Any], options: Options
+    fn: Callable[..., Any], options: Options, rewritten: Callable[[], RewrittenFunction]
 ) -> str | None:
-    """Why the batched strategy does not apply to a launch of `fn` (None: it applies); `rewritten`
-    is the kernel as the launch runs it (None: its source cannot be read)."""
+    """Why the batched strategy does not apply to a launch of `fn` (None: it applies);
+    `rewritten()` gives the kernel as the launch runs it (asked only where the options allow
+    batches)."""
     if options.strategy == "serial":
         return "the serial strategy was asked for"
     if options.breakpoints:
         return "breakpoints stop single programs"
     if options.order != "serial":
         return f"programs run in {options.order} order"
-    if rewritten is None:
+    try:
+        kernel = rewritten()
+    except SourceUnavailableError:
         return "the kernel's source is not available"
     # what makes the programs depend on running one at a time
-    if rewritten.calls_print:
+    if kernel.calls_print:
         return "the kernel calls print"
-    if rewritten.breakpoints:
-        return f"the kernel calls {rewritten.breakpoints[0]}"
-    if rewritten.calls_inline_asm:
+    if kernel.breakpoints:
+        return f"the kernel calls {kernel.breakpoints[0]}"
+    if kernel.calls_inline_asm:
         return "the kernel calls inline_asm"
     return waits(fn)
 
