@@ -3,7 +3,7 @@
 // custom messages (see kernel_nb/view/protocol.py and js/protocol.d.ts), one request per
 // program / value / buffer.
 //
-// One file of about a thousand lines, because anywidget's _esm is one module string and relative imports do not resolve
+// Why one module: anywidget's _esm is one module string and relative imports do not resolve
 // from it. Its sections, top to bottom: drawing helpers (pure functions of their arguments),
 // the request channel, one class per pane (each owns its DOM), and the controller that keeps the
 // panes in line with the model.

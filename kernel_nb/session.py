@@ -5,9 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from kernel_nb.engine import triton_compat
-from kernel_nb.engine.patches import NamespaceSnapshot
-from kernel_nb.engine.run import Engine
+from kernel_nb.engine import Engine, NamespaceSnapshot, triton_compat
 from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Trace

@@ -5,6 +5,11 @@ kernel runs on the copies and the copies are written back only when the launch s
 whose memory overlaps (an in-place kernel given the same array twice, views of one base) share one
 buffer, so the kernel sees the aliasing it would see on the GPU. Torch and CuPy are used only when
 the caller already imported them.
+
+Why one module: the description of each argument kind
+(numpy, torch, CuPy, triton.reinterpret, descriptors, tuples) and the grouping of overlapping
+arrays into one host buffer both build the `Memory` and `BufferArg` records defined here, and
+`bind` is the one caller of all of it.
 """
 
 from __future__ import annotations

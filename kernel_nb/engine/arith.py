@@ -18,8 +18,9 @@ import numpy as np
 from kernel_nb import numerics
 from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import bits_reductions, triton_compat
-from kernel_nb.engine.capture import Recorder
-from kernel_nb.engine.hooks import Locator
+from kernel_nb.engine.guard import Locator
+from kernel_nb.engine.patches import patched_methods
+from kernel_nb.engine.recorder import Recorder
 
 _OVERFLOW_OPS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
 RowOf = Callable[[Any], np.ndarray]
@@ -48,44 +49,53 @@ class ArithmeticHooks:
             )
 
     @contextmanager
-    def installed(self, builder: Any) -> Iterator[None]:
-        names = (
-            "binary_op",
-            "unary_op",
-            "cast_impl",
-            "create_fp_to_fp",
-            "create_idiv",
-            "create_dot",
-            "create_ashr",
-            "create_dot_scaled",
-        )
-        originals = {name: getattr(builder, name) for name in names if hasattr(builder, name)}
-        hooks = {
-            "binary_op": lambda lhs, rhs, op: self.binary_op(originals["binary_op"], lhs, rhs, op),
-            "unary_op": lambda arg, op: self.unary_op(originals["unary_op"], arg, op),
-            "cast_impl": lambda src, dst: self.cast(originals["cast_impl"], src, dst),
-            "create_fp_to_fp": lambda src, dst, mode: self.fp_to_fp(
-                originals["create_fp_to_fp"], src, dst, mode
+    def installed(self, builder: Any, *, observations: Observations | None = None) -> Iterator[None]:
+        """The hooks in `builder` for a while; observations go to `observations` meanwhile (None:
+        to the launch's, given at construction: a batch's are its own until it succeeds)."""
+        launch_observations = self.observations
+        if observations is not None:
+            self.observations = observations
+        originals = {
+            method.name: getattr(builder, method.name)
+            for method in triton_compat.ARITHMETIC_METHODS
+            if hasattr(builder, method.name)
+        }
+        hooks: dict[str, Callable[..., Any]] = {
+            triton_compat.BINARY_OP.name: lambda lhs, rhs, op: self.binary_op(
+                originals[triton_compat.BINARY_OP.name], lhs, rhs, op
             ),
-            "create_idiv": lambda lhs, rhs: self.idiv(originals["create_idiv"], lhs, rhs),
-            "create_dot": lambda a, b, d, precision, *rest: self.dot(
-                originals["create_dot"], a, b, d, precision, *rest
+            triton_compat.UNARY_OP.name: lambda arg, op: self.unary_op(
+                originals[triton_compat.UNARY_OP.name], arg, op
             ),
-            "create_ashr": lambda lhs, rhs: self.shift(originals["create_ashr"], lhs, rhs),
-            "create_dot_scaled": lambda *args: self.dot_scaled(originals.get("create_dot_scaled"), *args),
+            triton_compat.CAST.name: lambda src, dst: self.cast(originals[triton_compat.CAST.name], src, dst),
+            triton_compat.FP_TO_FP.name: lambda src, dst, mode: self.fp_to_fp(
+                originals[triton_compat.FP_TO_FP.name], src, dst, mode
+            ),
+            triton_compat.IDIV.name: lambda lhs, rhs: self.idiv(originals[triton_compat.IDIV.name], lhs, rhs),
+            triton_compat.DOT.name: lambda a, b, d, precision, *rest: self.dot(
+                originals[triton_compat.DOT.name], a, b, d, precision, *rest
+            ),
+            triton_compat.ASHR.name: lambda lhs, rhs: self.shift(
+                originals[triton_compat.ASHR.name], lhs, rhs
+            ),
+            triton_compat.DOT_SCALED.name: lambda *args: self.dot_scaled(
+                originals.get(triton_compat.DOT_SCALED.name), *args
+            ),
         }
         # dot_scaled is kernel_nb's own, also where the interpreter has none (before 3.9)
         hooks = {
-            name: hook for name, hook in hooks.items() if name in originals or name == "create_dot_scaled"
+            name: hook
+            for name, hook in hooks.items()
+            if name in originals or name == triton_compat.DOT_SCALED.name
         }
-        for name, hook in hooks.items():
-            setattr(builder, name, hook)
         try:
-            with bits_reductions.gpu_order() if self.faithful else nullcontext():
+            with (
+                patched_methods(builder, hooks),
+                bits_reductions.gpu_order() if self.faithful else nullcontext(),
+            ):
                 yield
         finally:
-            for name in hooks:
-                delattr(builder, name)
+            self.observations = launch_observations
 
     # -- integer operations ---------------------------------------------------------------------
 

@@ -35,6 +35,26 @@ class NamespaceSnapshot:
                         setattr(space, name, value)
 
 
+@contextmanager
+def patched_methods(builder: Any, hooks: dict[str, Callable[..., Any]]) -> Iterator[None]:
+    """`hooks` in place of the builder's methods of the same names for a while.
+
+    Each hook is set on the builder object itself; afterwards an attribute the builder had of its
+    own is put back and any other is removed, so that the class's method shows through again.
+    """
+    own = {name: vars(builder)[name] for name in hooks if name in vars(builder)}
+    for name, hook in hooks.items():
+        setattr(builder, name, hook)
+    try:
+        yield
+    finally:
+        for name in hooks:
+            if name in own:
+                setattr(builder, name, own[name])
+            else:
+                delattr(builder, name)
+
+
 def _libdevice(symbol: str, args: list[Any], element: Any) -> Any:
     # imported on the first call: few kernels call libdevice, and its tables take a moment to build
     from kernel_nb.engine import libdevice

@@ -53,6 +53,12 @@ class RewrittenFunction:
     code: types.CodeType
     statements: tuple[LocalStatement, ...]
     closure: tuple[tuple[str, Any], ...]
+    # what the function's own source calls that makes its programs depend on running one at a
+    # time, or the bookkeeping per element (see batched/run.py)
+    calls_print: bool = False  # print, tl.device_print, tl.static_print
+    breakpoints: tuple[str, ...] = ()  # breakpoint(), pdb.set_trace() and the like, by name
+    calls_inline_asm: bool = False
+    uses_atomics: bool = False
 
     def bind(self, fn_globals: dict[str, Any], probe: Any) -> Callable[..., Any]:
         """The function, defined in a private copy of its globals with the probe and Triton's names."""
@@ -97,6 +103,38 @@ def shared_rewrite(
     return found
 
 
+class RewriteCache:
+    """The rewritten functions of one session, and the sources `_unsafe_update_src` gave kernels.
+
+    A cache: a function is rewritten again when its code, its breakpoints or its source change.
+    """
+
+    def __init__(self, breakpoints: tuple[int, ...]) -> None:
+        self.breakpoints = breakpoints
+        self._rewrites: dict[tuple[Any, ...], RewrittenFunction] = {}
+        # sources that JITFunctions were given by _unsafe_update_src, by the function under them
+        self.sources: dict[Callable[..., Any], tuple[str, int]] = {}
+
+    def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
+        """`fn` rewritten (instrumented: recorded, with the session's breakpoints)."""
+        breakpoints = self.breakpoints if instrument else ()
+        source = self.sources.get(fn)
+        key = (fn.__code__, instrument, breakpoints, source)
+        if key not in self._rewrites:
+            self._rewrites[key] = shared_rewrite(
+                fn, instrument=instrument, breakpoints=breakpoints, source=source
+            )
+        return self._rewrites[key]
+
+    def note_source(self, jit: Any) -> None:
+        """Remember the source `jit` compiles when `_unsafe_update_src` replaced its function's own."""
+        updated = triton_compat.updated_source(jit)
+        if updated is None:
+            self.sources.pop(jit.fn, None)
+        else:
+            self.sources[jit.fn] = updated
+
+
 def rewrite(
     fn: Callable[..., Any],
     *,
@@ -133,6 +171,7 @@ def rewrite(
     fdef.decorator_list = []
     tree.body = [fdef]
     ast.increment_lineno(tree, start - 1)
+    called = _called_names(fdef)
     for transformer in triton_compat.stock_transformers():
         tree = transformer.visit(tree)
     instrumenter = _Instrumenter(instrument, set(breakpoints))
@@ -158,7 +197,24 @@ def rewrite(
         code=code,
         statements=tuple(instrumenter.statements),
         closure=closure,
+        calls_print=bool(called & {"print", "device_print", "static_print"}),
+        breakpoints=tuple(name for name in ("breakpoint", "set_trace") if name in called),
+        calls_inline_asm=any("inline_asm" in name for name in called),
+        uses_atomics=any(name.startswith("atomic_") for name in called),
     )
+
+
+def _called_names(fdef: ast.AST) -> set[str]:
+    """The names of the functions a function's body calls (`f(...)` and `m.f(...)` give "f")."""
+    names = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                names.add(func.attr)
+    return names
 
 
 class _Instrumenter(SiteWalker):

@@ -2,9 +2,8 @@
 
 Triton compiles for a CUDA target on any machine: `compile_for_target` specialises the kernel on a
 launch's arguments the way `JITFunction.run` does (types, 16-byte alignment, integers equal to 1)
-and compiles it, so `%%tkernel interpret --ir` shows what the GPU would run. Every Triton name used
-for that lives here; they exist from triton 3.4 to 3.9, but for `JITFunction._pack_args` (3.5 on),
-which `_compile_inputs` does by hand before it.
+and compiles it, so `%%tkernel interpret --ir` shows what the GPU would run. The Triton names that
+takes are in the engine's compat layer (`triton_compat.compile_source`).
 """
 
 from __future__ import annotations
@@ -62,8 +61,6 @@ def parse_target(text: str) -> Any:
     Raises:
         ValueError: not a target.
     """
-    from triton.backends.compiler import GPUTarget
-
     match = _TARGET.fullmatch(text.strip())
     if match is None:
         raise ValueError(f"cannot read target {text!r}: use cuda:CAPABILITY, e.g. cuda:90 or cuda:80")
@@ -71,8 +68,8 @@ def parse_target(text: str) -> Any:
     if backend == "cuda":
         if not arch.isdigit():
             raise ValueError(f"target {text!r}: a CUDA capability is a number such as 90")
-        return GPUTarget("cuda", int(arch), 32)
-    return GPUTarget("hip", arch, 64)
+        return triton_compat.gpu_target("cuda", int(arch), 32)
+    return triton_compat.gpu_target("hip", arch, 64)
 
 
 def compile_for_target(
@@ -90,46 +87,17 @@ def compile_for_target(
         CompileError: Triton could not compile the kernel for the target.
     """
     import triton
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
 
     jit = triton_compat.innermost_jit(kernel)
     staged = stage(describe(jit.fn, args, kwargs), device=None)
     gpu_target = parse_target(target)
     gpu_device.require(need="compile", target=gpu_target.backend)
-    backend = make_backend(gpu_target)
-    options = dict(staged.kwargs)
-    options.setdefault("debug", jit.debug)
-    binder = create_function_from_signature(jit.signature, jit.params, backend)
-    bound_args, specialization, parsed = binder(*staged.args, **options)
-    parsed, signature, constexprs, attrs = _compile_inputs(jit, backend, options, bound_args, specialization)
+    source, options = triton_compat.compile_source(jit, staged.args, staged.kwargs, gpu_target)
     try:
-        compiled = triton.compile(
-            ASTSource(jit, signature, constexprs, attrs), target=gpu_target, options=parsed.__dict__
-        )
+        compiled = triton.compile(source, target=gpu_target, options=options)
     except Exception as exc:
         raise CompileError(f"{jit.fn.__name__}: compiling for {target} failed: {exc}") from exc
     return artifacts_of(compiled, sass=sass, for_launch=False)
-
-
-def _compile_inputs(
-    jit: Any, backend: Any, options: dict[str, Any], bound_args: Any, specialization: Any
-) -> tuple[Any, dict[str, Any], dict[Any, Any], dict[Any, Any]]:
-    """The options, signature, constexprs and attributes `JITFunction.run` compiles with."""
-    pack = getattr(jit, "_pack_args", None)
-    if pack is not None:
-        return pack(backend, options, bound_args, specialization, None)
-    from triton.runtime.jit import find_paths_if, get_iterable_path  # 3.4: run() does this inline
-
-    parsed = backend.parse_options(options)
-    sigvals = [x[0] for x in specialization]
-    signature = {param.name: kind for param, kind in zip(jit.params, sigvals)}
-    paths = find_paths_if(sigvals, lambda _, val: val == "constexpr")
-    constexprs = {path: get_iterable_path(list(bound_args.values()), path) for path in paths}
-    attrvals = [x[1] for x in specialization]
-    attr_paths = find_paths_if(attrvals, lambda _, x: isinstance(x, str))
-    attrs = {k: backend.parse_attr(get_iterable_path(attrvals, k)) for k in attr_paths}
-    return parsed, signature, constexprs, attrs
 
 
 def _plain(value: Any) -> Any:

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+from kernel_nb.engine import triton_compat
+
 INSTALL = 'pip install "kernel-nb[gpu]"'
 INSTEAD = (
     "%%tkernel interpret runs the same cell on the CPU, and %%tkernel interpret --ir also shows the "
@@ -259,9 +261,7 @@ def _triton_launcher_missing() -> Missing | None:
                 "pip install torch, or pip install 'triton>=3.8', which launches without it",
             )
     try:
-        from triton.runtime import driver
-
-        driver.active.get_current_device()
+        triton_compat.current_device()
     except Exception as exc:
         return Missing(
             "triton",
@@ -275,7 +275,7 @@ def _triton_backend_missing(target: str) -> Missing | None:
     import triton
 
     try:
-        from triton.backends import backends
+        backends = triton_compat.backend_names()
     except Exception as exc:  # a Triton without its backends package cannot compile at all
         return Missing("triton", f"triton {triton.__version__} has no compiler backends ({_first_line(exc)})")
     name = {"cuda": "nvidia", "hip": "amd"}.get(target, target)

@@ -9,7 +9,7 @@ import numpy as np
 import kernel_nb
 import kernel_nb.gpu as gpu
 from kernel_nb.compare import Probe, compare_program
-from kernel_nb.engine.run import Engine
+from kernel_nb.engine import Engine
 from kernel_nb.gpu.instrument import PROBE, read_log
 from kernel_nb.gpu.probe import ProbeRun, addresses_from_log
 from kernel_nb.gpu.runner import GpuLaunch

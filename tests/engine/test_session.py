@@ -295,7 +295,7 @@ def test_only_the_arguments_a_launch_wrote_are_copied_back(monkeypatch, strategy
         return bound
 
     monkeypatch.setattr(args, "bind", counting_bind)
-    monkeypatch.setattr(kernel_nb.engine.run, "bind", counting_bind)
+    monkeypatch.setattr(kernel_nb.engine.launch, "bind", counting_bind)
     x, y = np.arange(1000, dtype=np.float32), np.ones(2000, np.float32)
     out = np.zeros(1000, np.float32)
     with kernel_nb.interpret():

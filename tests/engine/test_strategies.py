@@ -257,7 +257,7 @@ def test_tiled_accesses_make_no_index_per_lane(name, monkeypatch):
     """Loads, stores, their bookkeeping and their records move whole runs of a tile (masked tails
     included): a program offset plus tl.arange is known as such, so no (programs, lanes) index
     array is made."""
-    from kernel_nb.engine import batched_access
+    from kernel_nb.engine.batched import access as batched_access
 
     made = []
     index = batched_access.Access.index
@@ -274,7 +274,7 @@ def test_pointer_blocks_keep_their_tile_form_through_shape_operations(monkeypatc
     """`base + offs_m[:, None] * D + offs_d[None, :]` (expand_dims, broadcasting, a product with a
     number that is the same in every program) stays a tile at a per-program place: the batch makes
     no address per lane for its loads, stores or records."""
-    from kernel_nb.engine import batched_tiles
+    from kernel_nb.engine.batched import tiles as batched_tiles
 
     made = []
     addresses = batched_tiles.Addresses.made
@@ -290,7 +290,7 @@ def test_pointer_blocks_keep_their_tile_form_through_shape_operations(monkeypatc
 def test_a_masked_loop_keeps_only_the_values_that_outlive_an_iteration(monkeypatch):
     """Programs a masked loop is done with keep their values of the names read after the loop or
     carried into the next iteration; names made afresh in every iteration are not merged."""
-    from kernel_nb.engine.batched_capture import BatchRecorder
+    from kernel_nb.engine.batched.recorder import BatchRecorder
 
     merged = set()
     original = BatchRecorder.loop_merge
@@ -313,7 +313,7 @@ def test_a_masked_loop_runs_each_iteration_on_the_programs_still_running(name, h
     """With range bookkeeping, the iterations of a loop whose trip count differs hold the rows of
     the programs still running only (2 programs of flash attention's 8 in its last iteration).
     A loop that reads per-program values in a tuple gives that up and masks the others instead."""
-    from kernel_nb.engine.batched_hooks import BatchGuard
+    from kernel_nb.engine.batched.guard import BatchGuard
 
     widths = []
     hold = BatchGuard.hold

@@ -4,7 +4,7 @@ they stand for."""
 import numpy as np
 import triton.language as tl
 
-from kernel_nb.engine.batched_tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
+from kernel_nb.engine.batched.tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
 from kernel_nb.trace import TileRows
 
 

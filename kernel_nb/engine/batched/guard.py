@@ -1,26 +1,41 @@
 """Memory hooks for the batched strategy: every program's accesses at once, split per program, and
 the bookkeeping that tells when running programs together would differ from running them one by one
-(see batched.py)."""
+(see batched/run.py).
+
+Why one module: every hook has two forms, per element and
+by ranges (batched/intervals), and both forms of a check, a load or store and its event share the
+state of the one access under way (`_access`, the undo log, the rows held by a narrowed loop).
+Apart, that state would pass between modules on every access.
+"""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from kernel_nb.checks import describe
+from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_access import Access, view_of
-from kernel_nb.engine.batched_builder import BatchUnsupported, Divergence
-from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_intervals import IntervalBook, NeedsPrecise, TileShape
-from kernel_nb.engine.batched_tiles import AFFINE, Addresses, Affine, AffinePointers, shape_of
-from kernel_nb.engine.hooks import MemoryGuard
-from kernel_nb.trace import EventBlock, MemoryEvent, TileRows
+from kernel_nb.engine.addresses import AddressMap
+from kernel_nb.engine.batched.access import Access, view_of
+from kernel_nb.engine.batched.builder import BatchUnsupported, Divergence
+from kernel_nb.engine.batched.intervals import IntervalBook, NeedsPrecise, TileShape
+from kernel_nb.engine.batched.recorder import BatchRecorder
+from kernel_nb.engine.batched.tiles import AFFINE, Addresses, AffinePointers, shape_of
+from kernel_nb.engine.guard import Locator, MemoryGuard
+from kernel_nb.trace import EventBlock, Launch, MemoryEvent, TileRows
 
 _NO_ADDRESS = np.iinfo(np.uint64).max
+
+
+def ranges_apply(addresses: AddressMap, initialised: dict[str, np.ndarray]) -> str | None:
+    """Why range bookkeeping cannot serve a launch (None: it can)."""
+    if addresses.partial_overlap:
+        return "arguments overlap in part"
+    if initialised:
+        return "uninitialised-read detection"
+    return None
 
 
 class UndoLog:
@@ -47,64 +62,67 @@ class UndoLog:
 class BatchGuard(MemoryGuard):
     """The memory guard for a batch: accesses of every program at once, split per program."""
 
-    undo: UndoLog
     recorder: BatchRecorder
-    builder: Any  # the interpreter's builder while it is batched (for per-program atomic values)
 
-    precise: bool = True  # per-element bookkeeping; otherwise ranges (batched_intervals)
-    book: IntervalBook
-    _access: Access | None = None
-
-    def share_aliases(self) -> None:
-        """Arguments that are the same array (an in-place kernel given x twice) share their access
-        state, so that one program writing through one name and another reading through the other
-        is seen."""
+    def __init__(
+        self,
+        launch: Launch,
+        addresses: AddressMap,
+        recorder: BatchRecorder,
+        locate: Locator,
+        *,
+        initialised: dict[str, np.ndarray],
+        precise: bool,
+    ) -> None:
+        """
+        Args:
+            initialised: per poisoned buffer, which elements were written.
+            precise: keep per-element bookkeeping; otherwise ranges (see batched/intervals).
+        """
+        super().__init__(launch, addresses, recorder, locate, initialised=initialised)
+        self.precise = precise
+        # arguments that are the same array (an in-place kernel given x twice) share their access
+        # state, so that one program writing through one name and another reading through the
+        # other is seen
         canonical: dict[tuple[int, int, int], str] = {}
         for b in self.buffers:
             key = (b.lo, b.hi, b.itemsize)
             first = canonical.setdefault(key, b.name)
             self._plain_writer.share(b.name, first)
-        self._canonical = canonical
-        spans = sorted((b.lo, b.hi) for b in self.buffers)
-        self._partial_overlap = any(
-            next_lo < hi and (lo, hi) != (next_lo, next_hi)
-            for (lo, hi), (next_lo, next_hi) in itertools.pairwise(spans)
-        )
         self.book = IntervalBook(
             self.launch.buffers,
             {b.name: canonical[(b.lo, b.hi, b.itemsize)] for b in self.buffers},
             self.launch.grid[0] * self.launch.grid[1] * self.launch.grid[2],
         )
+        if precise:
+            # the latest program (in launch order) that read each element with a plain load, and
+            # the line and program of each element's latest atomic; aliases share one array
+            self._plain_reader: dict[str, np.ndarray] = {}
+            self._atomic_line: dict[str, np.ndarray] = {}
+            self._atomic_writer: dict[str, np.ndarray] = {}
+            for b in self.buffers:
+                first = canonical[(b.lo, b.hi, b.itemsize)]
+                if first == b.name:
+                    self._plain_reader[b.name] = np.full(b.size, -1, np.int32)
+                    self._atomic_line[b.name] = np.full(b.size, -1, np.int32)
+                    self._atomic_writer[b.name] = np.full(b.size, -1, np.int32)
+            for b in self.buffers:
+                first = canonical[(b.lo, b.hi, b.itemsize)]
+                self._plain_reader[b.name] = self._plain_reader[first]
+                self._atomic_line[b.name] = self._atomic_line[first]
+                self._atomic_writer[b.name] = self._atomic_writer[first]
+        self.builder: Any = None  # the interpreter's builder while it is batched (per-program atomics)
+        self.undo = UndoLog()
+        self._access: Access | None = None
 
-    def ranges_apply(self) -> str | None:
-        """Why range bookkeeping cannot serve this launch (None: it can)."""
-        if self._partial_overlap:
-            return "arguments overlap in part"
-        if self.initialised:
-            return "uninitialised-read detection"
-        return None
-
-    def _precise_state(self) -> None:
-        if hasattr(self, "_atomic_line"):
-            return
-        # the latest program (in launch order) that read each element with a plain load
-        self._plain_reader = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
-        self._atomic_line = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
-        self._atomic_writer = {b.name: np.full(b.size, -1, np.int32) for b in self.buffers}
-        for b in self.buffers:
-            first = self._canonical[(b.lo, b.hi, b.itemsize)]
-            self._plain_reader[b.name] = self._plain_reader[first]
-            self._atomic_line[b.name] = self._atomic_line[first]
-            self._atomic_writer[b.name] = self._atomic_writer[first]
-
-    def begin_batch(self) -> None:
+    def begin_batch(self, builder: Any, observations: Observations | None) -> None:
+        """Start a batch run by `builder`; observations go to `observations` (None: none)."""
+        self.builder, self.observations = builder, observations
         self._linear = np.array([self.launch.linear(pid) for pid in self.recorder.batch], dtype=np.int32)
         self._whole: tuple[np.ndarray, np.ndarray] | None = None  # the batch's program ids, while narrowed
         self.undo = UndoLog()
         self.pairs: list[tuple[str, np.ndarray, np.ndarray, bool, bool]] = []
-        if self.precise:
-            self._precise_state()
-        else:
+        if not self.precise:
             self.book.begin_batch(self._linear)
 
     def hold(self, at: np.ndarray | None) -> None:
@@ -149,7 +167,7 @@ class BatchGuard(MemoryGuard):
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         self._access = None
         if self.precise:
-            if not self._in_bounds(addresses[active], itemsize).all():
+            if not self.addresses.in_bounds(addresses[active], itemsize).all():
                 # which program fails first is defined by the serial order: let it say so
                 raise BatchUnsupported("an access out of bounds")
             return
@@ -195,7 +213,7 @@ class BatchGuard(MemoryGuard):
         first, last = low[live].min(), high[live].max()
         arg = self.buffer_at(int(first))
         if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
-            if not self._in_bounds(addresses[active], itemsize).all():
+            if not self.addresses.in_bounds(addresses[active], itemsize).all():
                 raise BatchUnsupported("an access out of bounds")
             raise NeedsPrecise("an access spans several arguments")
         size = arg.itemsize
@@ -251,45 +269,6 @@ class BatchGuard(MemoryGuard):
         before, after = self.builder.atomic_rows
         zero = np.zeros((), dtype=before.dtype)
         return np.where(active, before, zero), result, np.where(active, after, zero)
-
-    def tile_offsets(self, affine: Affine, batch: int) -> tuple[np.ndarray, np.ndarray, str] | None:
-        """Per program the element offset of an Affine pointer block's base, the lanes' offsets
-        from it, and the argument the first lanes point into (None: not all into one argument).
-        Offsets count from that argument for every lane, inside it or not, as `offsets` does."""
-        base = np.broadcast_to(affine.base, (batch,))
-        if affine.lanes.size == 0:
-            return None
-        first = int(affine.lanes[0])
-        low, high = int(base.min()) + first, int(base.max()) + first
-        arg = self.buffer_at(low)
-        # buffer_at gives one argument for every address from low to high when no argument
-        # starts or ends in between (inside it, or past its end before the next one starts)
-        bounds = np.array([edge for b in self.buffers for edge in (b.lo, b.hi)], dtype=np.int64)
-        if arg is None or self._partial_overlap or ((bounds > low) & (bounds <= high)).any():
-            return None
-        size = arg.itemsize
-        if (affine.lanes % size).any() or ((base - arg.ptr) % size).any():
-            return None  # not whole elements: row_offsets floors each lane
-        return (base - arg.ptr) // size, affine.lanes // size, arg.name
-
-    def row_offsets(self, rows: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
-        """Pointer values of each program as element offsets into the argument its first lane points to."""
-        batch = rows.shape[0]
-        flat = rows.reshape(batch, -1)
-        if flat.shape[1] == 0:
-            return rows.astype(np.int64), [None] * batch
-        heads = flat[:, 0]
-        low, high = int(heads.min()), int(heads.max())
-        one = self.buffer_at(low)
-        if one is not None and self.ranges_apply() is None and one.lo <= low and high < one.hi:
-            # every program points into one argument (the usual case): no lookup per program
-            return (rows.astype(np.int64) - one.ptr) // one.itemsize, [one.name] * batch
-        firsts = [self.buffer_at(int(a)) for a in heads]
-        bases = np.array([a.ptr if a is not None else 0 for a in firsts], dtype=np.int64)
-        sizes = np.array([a.itemsize if a is not None else 1 for a in firsts], dtype=np.int64)
-        shape = (batch,) + (1,) * (rows.ndim - 1)
-        offsets = (rows.astype(np.int64) - bases.reshape(shape)) // sizes.reshape(shape)
-        return offsets, [a.name if a is not None else None for a in firsts]
 
     def event(
         self,
@@ -533,7 +512,7 @@ class BatchGuard(MemoryGuard):
         live_rows = rows[active]
         if live.size == 0:
             return
-        starts = np.array([b.lo for b in self.buffers], dtype=np.uint64)
+        starts = self.addresses.starts
         edges = np.searchsorted(starts, np.array([live.min(), live.max()]), side="right") - 1
         if edges[0] == edges[1]:  # every lane in one argument's range: no per-lane lookup
             arg = self.buffers[int(edges[0])]
@@ -599,7 +578,7 @@ class BatchGuard(MemoryGuard):
 
 class HeldRows:
     """An access made by the rows a narrowed masked loop holds (see BatchRecorder.at), as the
-    bookkeeping sees it: rows of the whole batch (the Lanes protocol of batched_intervals)."""
+    bookkeeping sees it: rows of the whole batch (the Lanes protocol of batched/intervals)."""
 
     def __init__(self, access: Access, held: np.ndarray, batch: int) -> None:
         self.access, self.held, self.batch = access, held, batch

@@ -1,6 +1,6 @@
-"""One memory access of a batch as the range check saw it (batched_hooks): its addresses, the
+"""One memory access of a batch as the range check saw it (batched/guard): its addresses, the
 rows that make it, each row's range, and, computed only where needed, the lanes' element indices
-and their tile shape (batched_intervals)."""
+and their tile shape (batched/intervals)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.batched_intervals import TileShape
-from kernel_nb.engine.batched_tiles import AFFINE, Affine, affine_of
+from kernel_nb.engine.batched.intervals import TileShape
+from kernel_nb.engine.batched.tiles import AFFINE, Affine, affine_of
 
 
 @dataclass

@@ -11,15 +11,14 @@ launch runs serially instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import triton.language as tl
 
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_tiles import (
+from kernel_nb.engine.batched.tiles import (
     AFFINE,
     INTEGER_FORM,
     SPLAT,
@@ -48,11 +47,11 @@ class BatchUnsupported(Exception):
     """Something the batched strategy does not run exactly; the launch runs serially."""
 
 
-def _rows(data: np.ndarray, batch: int) -> np.ndarray:
+def batch_rows(data: np.ndarray, batch: int) -> np.ndarray:
     return np.broadcast_to(data, (batch, *data.shape[1:])) if data.shape[0] != batch else data
 
 
-def _leading(*arrays: np.ndarray) -> int:
+def leading(*arrays: np.ndarray) -> int:
     return max(a.shape[0] for a in arrays)
 
 
@@ -62,19 +61,38 @@ def _full(data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.require(np.broadcast_to(data, shape), requirements=["C", "W"])
 
 
+class LoopMask:
+    """Which programs of a batch a masked loop (one whose trip count differs between them) still
+    runs: owned by the batch's run, read by its builder and its language, set by its recorder.
+
+    Attributes:
+        active: the programs the loop still runs, where the others are masked (None: all).
+        trips: per program, the loop's trip count (None: no masked loop is running).
+    """
+
+    def __init__(self) -> None:
+        self.active: np.ndarray | None = None
+        self.trips: np.ndarray | None = None
+
+    def clear(self) -> None:
+        self.active = self.trips = None
+
+
 class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,valid-type]
     """Builder for a batch of programs. The interpreter's own builder takes this class for the
     duration of a batch (`triton_compat.builder_as`), with `pids` (one (x, y, z) row per program),
-    `grid_dim` and `grid_idx` set."""
+    `grid_dim`, `grid_idx` and the run's `loop_mask` set."""
 
     pids: np.ndarray
+    loop_mask: LoopMask
     atomic_rows: tuple[np.ndarray, np.ndarray]
     pointer_cast: bool  # a pointer was made from an integer or another pointer type
 
     @staticmethod
-    def attributes(pids: np.ndarray, grid: tuple[int, int, int]) -> dict[str, Any]:
+    def attributes(pids: np.ndarray, grid: tuple[int, int, int], loop_mask: LoopMask) -> dict[str, Any]:
         return {
             "pids": pids,
+            "loop_mask": loop_mask,
             "grid_dim": grid,
             "grid_idx": tuple(int(v) for v in pids[0]),
             "pointer_cast": False,
@@ -262,25 +280,27 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         )
 
     def create_cat(self, lhs: Any, rhs: Any) -> Any:
-        b = _leading(lhs.data, rhs.data)
+        b = leading(lhs.data, rhs.data)
         return TensorHandle(
-            np.concatenate([_rows(lhs.data, b), _rows(rhs.data, b)], axis=1), lhs.dtype.scalar
+            np.concatenate([batch_rows(lhs.data, b), batch_rows(rhs.data, b)], axis=1), lhs.dtype.scalar
         )
 
     def create_join(self, lhs: Any, rhs: Any) -> Any:
-        b = _leading(lhs.data, rhs.data)
-        return TensorHandle(np.stack([_rows(lhs.data, b), _rows(rhs.data, b)], axis=-1), lhs.dtype.scalar)
+        b = leading(lhs.data, rhs.data)
+        return TensorHandle(
+            np.stack([batch_rows(lhs.data, b), batch_rows(rhs.data, b)], axis=-1), lhs.dtype.scalar
+        )
 
     def create_gather(self, src: Any, indices: Any, axis: int) -> Any:
-        b = _leading(src.data, indices.data)
-        gathered = np.take_along_axis(_rows(src.data, b), _rows(indices.data, b), axis=axis + 1)
+        b = leading(src.data, indices.data)
+        gathered = np.take_along_axis(batch_rows(src.data, b), batch_rows(indices.data, b), axis=axis + 1)
         return TensorHandle(gathered, src.dtype.scalar)
 
     def create_histogram(self, data: Any, bins: int, mask: Any) -> Any:
         rows = []
         for r in range(data.data.shape[0]):
             row_mask = (
-                None if mask is None else TensorHandle(_rows(mask.data, data.data.shape[0])[r], tl.int1)
+                None if mask is None else TensorHandle(batch_rows(mask.data, data.data.shape[0])[r], tl.int1)
             )
             rows.append(super().create_histogram(TensorHandle(data.data[r], data.dtype), bins, row_mask).data)
         return TensorHandle(np.stack(rows), tl.int32)
@@ -288,7 +308,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     # -- memory ----------------------------------------------------------------------------------
 
     def _only_active(self, mask: Any) -> Any:
-        active = batched_active[0]
+        active = self.loop_mask.active
         if active is None:
             return mask
         rows = active.reshape((active.size,) + (1,) * (mask.data.ndim - 1))
@@ -308,7 +328,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
 
     def create_masked_load(self, ptrs: Any, mask: Any, other: Any, *rest: Any, **options: Any) -> Any:
         mask = self._only_active(mask)
-        b = _leading(ptrs.data, mask.data, other.data if other is not None else ptrs.data)
+        b = leading(ptrs.data, mask.data, other.data if other is not None else ptrs.data)
         full = (b, *ptrs.data.shape[1:])
         ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
         mask = TensorHandle(_full(mask.data, full), mask.dtype)
@@ -318,7 +338,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
 
     def create_masked_store(self, ptrs: Any, value: Any, mask: Any, *rest: Any, **options: Any) -> Any:
         mask = self._only_active(mask)
-        b = _leading(ptrs.data, value.data, mask.data)
+        b = leading(ptrs.data, value.data, mask.data)
         full = (b, *ptrs.data.shape[1:])
         ptrs = TensorHandle(_full(ptrs.data, full), ptrs.dtype)
         value = TensorHandle(_full(value.data, full), value.dtype)
@@ -329,7 +349,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         # program by program, in launch order: each program sees the previous programs' results.
         # Every program of the batch makes its atomic, also where pointer and value are the same in
         # all of them (held once, with a leading axis of 1).
-        b = max(_leading(ptr.data, val.data, mask.data), len(self.pids))
+        b = max(leading(ptr.data, val.data, mask.data), len(self.pids))
         return self._per_program(
             b,
             ptr,
@@ -354,7 +374,7 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         return super().create_descriptor_store(_BatchedDescriptor(desc), value, indices, *rest)
 
     def create_atomic_cas(self, ptr: Any, cmp: Any, val: Any, *rest: Any) -> Any:
-        b = max(_leading(ptr.data, cmp.data, val.data), len(self.pids))
+        b = max(leading(ptr.data, cmp.data, val.data), len(self.pids))
         return self._per_program(
             b, ptr, lambda row: super(BatchedBuilder, self).create_atomic_cas(*row, *rest), (ptr, cmp, val)
         )
@@ -364,12 +384,13 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     ) -> Any:
         """Apply an atomic one program at a time; keep each program's element values before and
         after its own atomic in `atomic_rows`, as the serial strategy records them."""
-        if batched_trips[0] is not None:
-            raise Divergence(batched_trips[0])  # split by trip count: atomics stay in program order
+        trips = self.loop_mask.trips
+        if trips is not None:
+            raise Divergence(trips)  # split by trip count: atomics stay in program order
         dtype = triton_compat.pointer_element_np(ptr)
         out, before, after = [], [], []
         for r in range(b):
-            row = [TensorHandle(_full(_rows(h.data, b)[r], h.data.shape[1:]), h.dtype) for h in handles]
+            row = [TensorHandle(_full(batch_rows(h.data, b)[r], h.data.shape[1:]), h.dtype) for h in handles]
             everywhere = np.ones(row[0].data.shape, bool)
             before.append(triton_compat.raw_load(row[0].data, everywhere, dtype))
             result = atomic(row)
@@ -442,175 +463,3 @@ for _name in (
     "create_atomic_poll",
 ):
     setattr(BatchedBuilder, _name, _refusal(_name.removeprefix("create_")))
-
-
-# -- triton.language, for batched values ------------------------------------------------------------
-
-
-batched_active: list[np.ndarray | None] = [None]  # the programs a masked loop still runs (None: all)
-batched_trips: list[np.ndarray | None] = [None]  # per program, the masked loop's trip count
-
-
-def _uniform(data: np.ndarray) -> np.ndarray:
-    """The first element of each program's value; Divergence when they differ (among the programs
-    a masked loop still runs: the others' values are never used)."""
-    firsts = np.asarray(data).reshape(data.shape[0], -1)[:, 0]
-    active = batched_active[0]
-    considered = firsts[active] if active is not None and firsts.size == active.size else firsts
-    if considered.size > 1 and not (considered == considered[0]).all():
-        raise Divergence(firsts)
-    return considered
-
-
-def _index(self: Any) -> int:
-    return int(_uniform(self.handle.data)[0])
-
-
-def _truth(self: Any) -> bool:
-    data = self.handle.data
-    if data[0].size != 1:  # as in the stock interpreter: only scalars have a truth value
-        return True
-    return bool(_uniform(data)[0])
-
-
-def _transpose(self: Any) -> Any:
-    data = self.handle.data
-    perm = (0, *range(1, data.ndim - 2), data.ndim - 1, data.ndim - 2)
-    shape = list(self.type.shape)
-    shape[-1], shape[-2] = shape[-2], shape[-1]
-    return tl.core.tensor(
-        TensorHandle(np.transpose(data, perm), self.handle.dtype), tl.block_type(self.dtype, shape)
-    )
-
-
-def _wrap(data: np.ndarray, dtype: Any, shape: list[int]) -> Any:
-    np_dtype = triton_compat.np_dtype(dtype)
-    if shape:
-        return tl.core.tensor(TensorHandle(data.astype(np_dtype), dtype.scalar), tl.block_type(dtype, shape))
-    return tl.core.tensor(TensorHandle(data.reshape(data.shape[0], 1).astype(np_dtype), dtype.scalar), dtype)
-
-
-def _reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: bool = False, **kwargs: Any) -> Any:
-    inputs = input if isinstance(input, tuple) else (input,)
-    shape = list(inputs[0].shape)
-    b = _leading(*(t.handle.data for t in inputs))
-    datas = [
-        _rows(t.handle.data, b).reshape((b, *shape)) if shape else _rows(t.handle.data, b) for t in inputs
-    ]
-    if axis is None:
-        datas = [d.reshape(b, -1) for d in datas]
-        ax, out_shape = 1, []
-    else:
-        axis = axis % len(shape)
-        ax, out_shape = axis + 1, shape[:axis] + shape[axis + 1 :]
-    standard = tl.standard
-    first = datas[0]
-    if combine_fn is standard._sum_combine:
-        results = [np.sum(first, axis=ax)]
-    elif combine_fn is standard._elementwise_max:
-        results = [np.nanmax(first, axis=ax)]
-    elif combine_fn is standard._elementwise_min:
-        results = [np.nanmin(first, axis=ax)]
-    elif combine_fn in (standard._argmax_combine_tie_break_left, standard._argmax_combine_tie_break_fast):
-        results = [np.nanmax(first, axis=ax), np.nanargmax(first, axis=ax)]
-    elif combine_fn in (standard._argmin_combine_tie_break_left, standard._argmin_combine_tie_break_fast):
-        results = [np.nanmin(first, axis=ax), np.nanargmin(first, axis=ax)]
-    else:
-        return _generic_reduce(inputs, datas, ax, out_shape, combine_fn, keep_dims, axis)
-    dtypes = [inputs[0].dtype, tl.int32][: len(results)]
-    out = []
-    for data, dtype in zip(results, dtypes):
-        if keep_dims:
-            data = np.expand_dims(data, ax) if axis is not None else data.reshape((b,) + (1,) * len(shape))
-            out.append(_wrap(data, dtype, [1] * len(shape) if axis is None else _keep(shape, axis)))
-        else:
-            out.append(_wrap(data, dtype, out_shape))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-def _keep(shape: list[int], axis: int) -> list[int]:
-    return [*shape[:axis], 1, *shape[axis + 1 :]]
-
-
-def _generic_reduce(
-    inputs: tuple[Any, ...],
-    datas: list[np.ndarray],
-    ax: int,
-    out_shape: list[int],
-    combine_fn: Any,
-    keep_dims: bool,
-    axis: Any,
-) -> Any:
-    # a left fold along the axis, all programs and all other positions at once: the same order of
-    # combination as the serial interpreter's element-by-element loop
-    def take(i: int) -> list[Any]:
-        return [_wrap(np.take(d, i, axis=ax), t.dtype, out_shape) for d, t in zip(datas, inputs)]
-
-    acc = take(0)
-    for i in range(1, datas[0].shape[ax]):
-        combined = combine_fn.fn(*acc, *take(i))
-        acc = list(combined) if isinstance(combined, tuple) else [combined]
-    if keep_dims:
-        shape = list(inputs[0].shape)
-        kept = [1] * len(shape) if axis is None else _keep(shape, axis)
-        acc = [_wrap(a.handle.data.reshape((a.handle.data.shape[0], *kept)), a.dtype, kept) for a in acc]
-    return acc[0] if len(acc) == 1 else tuple(acc)
-
-
-def _scan(input: Any, axis: int, combine_fn: Any, reverse: bool = False, **kwargs: Any) -> Any:
-    inputs = input if isinstance(input, tuple) else (input,)
-    shape = list(inputs[0].shape)
-    b = _leading(*(t.handle.data for t in inputs))
-    axis = axis % len(shape)
-    ax = axis + 1
-    datas = [_rows(t.handle.data, b) for t in inputs]
-    if reverse:
-        datas = [np.flip(d, axis=ax) for d in datas]
-    standard = tl.standard
-    if combine_fn is standard._sum_combine:
-        outs = [np.cumsum(datas[0], axis=ax)]
-    elif combine_fn is getattr(standard, "_prod_combine", None):
-        outs = [np.cumprod(datas[0], axis=ax)]
-    else:
-        slice_shape = shape[:axis] + shape[axis + 1 :]
-        pieces: list[list[np.ndarray]] = [[] for _ in datas]
-        acc = None
-        for i in range(datas[0].shape[ax]):
-            current = [_wrap(np.take(d, i, axis=ax), t.dtype, slice_shape) for d, t in zip(datas, inputs)]
-            if acc is None:
-                acc = current
-            else:
-                combined = combine_fn.fn(*acc, *current)
-                acc = list(combined) if isinstance(combined, tuple) else [combined]
-            for j, a in enumerate(acc):
-                pieces[j].append(_rows(a.handle.data, b).reshape((b, *slice_shape)))
-        outs = [np.stack(p, axis=ax) for p in pieces]
-    if reverse:
-        outs = [np.flip(o, axis=ax) for o in outs]
-    result = [_wrap(np.ascontiguousarray(o), t.dtype, shape) for o, t in zip(outs, inputs)]
-    return result[0] if len(result) == 1 else tuple(result)
-
-
-@contextmanager
-def batched_language() -> Iterator[None]:
-    """Redefine the parts of triton.language that read values directly (the caller restores them:
-    this runs inside the interpreter scope, whose namespace snapshot undoes it)."""
-    tl.tensor.__index__ = _index  # type: ignore[method-assign,assignment]
-    tl.tensor.__bool__ = _truth  # type: ignore[method-assign,assignment]
-    tl.tensor.T = property(_transpose)  # type: ignore[misc,assignment]
-    for space in (tl, tl.core):
-        space.reduce = _reduce
-        space.associative_scan = _scan
-    yield
-
-
-def batched_value(value: Any) -> Any:
-    """A kernel argument as the batched builder expects it: a leading axis of size 1."""
-    if triton_compat.is_tensor(value):
-        handle = value.handle
-        return tl.core.tensor(
-            TensorHandle(handle.data.reshape(1, *handle.data.shape), handle.dtype), value.type
-        )
-    if isinstance(value, tuple) and not hasattr(value, "data_ptr"):
-        return triton_compat.make_tuple(value, (batched_value(v) for v in value))
-    return value

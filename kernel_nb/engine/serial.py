@@ -1,4 +1,8 @@
-"""The serial strategy: run a launch's programs one after another on the CPU, recording everything."""
+"""The serial strategy: run a launch's programs one after another on the CPU, recording everything.
+
+`SerialRun` is also the base of the batched strategy's run, which shares its parts' wiring, its
+helper calls and its error reports.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,6 @@ import linecache
 import signal
 import sys
 import threading
-import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,162 +21,30 @@ import numpy as np
 from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.args import BoundArguments, bind
+from kernel_nb.engine.addresses import AddressMap
+from kernel_nb.engine.args import BoundArguments
 from kernel_nb.engine.arith import ArithmeticHooks
-from kernel_nb.engine.capture import FunctionProbe, Recorder
-from kernel_nb.engine.hooks import MemoryGuard, frame_locator
+from kernel_nb.engine.guard import MemoryGuard, frame_locator
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import interpreter_scope
-from kernel_nb.engine.rewrite import RewrittenFunction, shared_rewrite
+from kernel_nb.engine.recorder import FunctionProbe, Recorder
+from kernel_nb.engine.rewrite import RewriteCache, RewrittenFunction
 from kernel_nb.engine.waiting import Deadlock, Turns, waits
 from kernel_nb.errors import KernelCompileError, KernelDeadlockError, KernelError, LaunchInterrupted
 from kernel_nb.options import Options
-from kernel_nb.trace import Launch, Pid, ProgramTrace, SourceInfo, Statement
-
-
-class Engine:
-    """Interprets launches; caches rewritten functions for the lifetime of a session."""
-
-    def __init__(self, options: Options) -> None:
-        self.options = options
-        self._rewrites: dict[tuple[Any, ...], RewrittenFunction] = {}
-        self._active: LaunchContext | None = None
-        self.interrupts = InterruptWatch()
-        # sources that JITFunctions were given by _unsafe_update_src, by the function under them
-        self.sources: dict[Callable[..., Any], tuple[str, int]] = {}
-
-    def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
-        breakpoints = self.options.breakpoints if instrument else ()
-        source = self.sources.get(fn)
-        key = (fn.__code__, instrument, breakpoints, source)
-        if key not in self._rewrites:
-            self._rewrites[key] = shared_rewrite(
-                fn, instrument=instrument, breakpoints=breakpoints, source=source
-            )
-        return self._rewrites[key]
-
-    def note_source(self, jit: Any) -> None:
-        """Remember the source `jit` compiles when `_unsafe_update_src` replaced its function's own."""
-        updated = triton_compat.updated_source(jit)
-        if updated is None:
-            self.sources.pop(jit.fn, None)
-        else:
-            self.sources[jit.fn] = updated
-
-    def launch(
-        self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int
-    ) -> Launch:
-        """Interpret one launch `kernel[grid](*args, **kwargs)`.
-
-        Returns:
-            The launch's trace; the caller's arrays hold the results.
-
-        Raises:
-            KernelError: a program failed (memory guard, device_assert, an exception in the kernel);
-                the caller's arrays are unchanged and the error's `launch` holds what was recorded.
-            LaunchInterrupted: Ctrl-C; the caller's arrays are unchanged.
-        """
-        jit = triton_compat.innermost_jit(kernel)
-        self.note_source(jit)
-        fn = jit.fn
-        bound = bind(fn, args, kwargs)
-        bound.poison(self.options.poison)
-        launch = Launch(
-            index=index,
-            kernel=fn.__name__,
-            grid=_resolve_grid(grid, {**kwargs, **bound.originals}),
-            args=bound.infos,
-            budget_bytes=self.options.budget_bytes,
-        )
-        snapshot = bound.snapshot()
-        launch.snapshot = _typed_snapshot(bound, snapshot)
-        order = _program_order(launch.grid, self.options)
-        started = time.perf_counter()
-        context: LaunchContext | None = None
-        try:
-            with self.interrupts:
-                context = self._run(fn, launch, bound, snapshot, order)
-        finally:
-            launch.duration_s = time.perf_counter() - started
-            if context is not None:
-                launch.kept_bytes = context.recorder.kept_bytes
-                context.dismantle()
-        bound.commit(lambda name: launch.buffers[name].written)
-        # the launch holds its replayer: a weak reference back lets the launch be freed as soon as
-        # nobody holds it (a cycle would keep its arrays until a garbage collection)
-        owner = weakref.ref(launch)
-        launch.replayer = lambda pid: self._replay(fn, _alive(owner), bound, snapshot, pid)
-        return launch
-
-    def _run(
-        self,
-        fn: Callable[..., Any],
-        launch: Launch,
-        bound: BoundArguments,
-        snapshot: list[np.ndarray],
-        order: list[Pid],
-    ) -> LaunchContext:
-        """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
-        from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, unsupported_reason
-        from kernel_nb.engine.batched_intervals import NeedsPrecise
-
-        reason = unsupported_reason(fn, self.options)
-        if reason is None:
-            # ranges first; per-element bookkeeping where ranges cannot prove the batches exact
-            precise: str | None = None
-            while reason is None:
-                batched = BatchedRun(self, fn, launch, bound)
-                batched.precise = precise
-                try:
-                    batched.run(order)
-                    launch.strategy, launch.strategy_note = "batched", batched.note
-                    return batched
-                except NeedsPrecise as why:
-                    precise = str(why)
-                except BatchUnsupported as why:
-                    reason = str(why)
-                except BaseException:
-                    batched.dismantle()
-                    raise
-                batched.dismantle()  # a given-up attempt: its bookkeeping goes now
-                _start_over(launch, bound, snapshot)
-        launch.strategy, launch.strategy_note = "serial", reason or ""
-        context = LaunchContext(self, fn, launch, bound)
-        context.run(order)
-        return context
-
-    def _replay(
-        self,
-        fn: Callable[..., Any],
-        launch: Launch,
-        bound: BoundArguments,
-        snapshot: list[np.ndarray],
-        pid: Pid,
-    ) -> ProgramTrace:
-        """Run one program again from the launch's input snapshot, keeping all its values.
-
-        Programs that read what other programs of the launch wrote see the inputs instead (the race
-        detector reports such launches). Programs that wait for each other cannot run alone: the
-        whole launch runs again, in turns, keeping the values of `pid` only.
-        """
-        bound.restore(snapshot)
-        context = LaunchContext(self, fn, launch, bound, replay=True, replay_pid=pid)
-        context.run(_program_order(launch.grid, self.options) if context.turns is not None else [pid])
-        return launch.programs[pid]
-
-    def call_helper(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A @triton.jit function called from inside an interpreted kernel."""
-        if self._active is None:
-            raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
-        return self._active.call(jit_fn, args, kwargs)
+from kernel_nb.trace import Launch, Pid, SourceInfo, Statement
 
 
 @dataclass
-class LaunchContext:
-    engine: Engine
+class SerialRun:
+    """One run of a launch's programs (or a replay of one of them), with the parts that record it."""
+
     fn: Callable[..., Any]
     launch: Launch
     bound: BoundArguments
+    options: Options
+    rewrites: RewriteCache
+    interrupts: InterruptWatch
     replay: bool = False
     replay_pid: Pid | None = None  # the program a replay is for (programs in turns all run again)
     codes: set[Any] = field(default_factory=set)
@@ -184,43 +54,62 @@ class LaunchContext:
         """Drop what the finished run's parts hold of each other and of the launch: they refer to
         one another, and as a cycle they would keep the launch's arrays until a garbage collection
         rather than until the launch is let go of."""
-        parts = [self, self.guard, self.recorder, self.arith, *getattr(self, "replaced", [])]
-        for part in parts:
+        for part in (self, self.guard, self.recorder, self.arith):
             part.__dict__.clear()
 
     def __post_init__(self) -> None:
-        options = self.engine.options
-        self.recorder = Recorder(options, options.budget_bytes)
         self.locate = frame_locator(self.codes)
-        self.guard = MemoryGuard(self.launch, self.bound.buffers, self.recorder, self.locate)
-        self.guard.update_maps = not self.replay
-        self.recorder.guard = self.guard
-        self.recorder.statements = self.launch.statements
-        self.recorder.order_of = self.launch.linear
+        self.addresses = AddressMap(self.bound.buffers)
         self.observations = Observations()
-        detect = options.detect and not self.replay
-        if detect:
-            self.recorder.observations = self.observations
-            self.guard.observations = self.observations
-            self.guard.initialised = {
-                b.name: np.zeros(b.size, bool) for b in self.bound.buffers if b.poisoned
-            }
-        self.arith = ArithmeticHooks(
-            self.recorder, self.locate, self.observations, faithful=options.numerics == "gpu", detect=detect
-        )
+        self.detect = self.options.detect and not self.replay
         # a kernel that may wait for another program runs its programs in turns
         self.turns = Turns(self.locate, self.codes) if waits(self.fn) else None
-        self.guard.turns = self.turns
+        self.recorder, self.guard = self._parts()
+        self.arith = ArithmeticHooks(
+            self.recorder,
+            self.locate,
+            self.observations,
+            faithful=self.options.numerics == "gpu",
+            detect=self.detect,
+        )
+
+    def _parts(self) -> tuple[Recorder, MemoryGuard]:
+        """The strategy's recorder and memory guard, built with each other."""
+        observations = self.observations if self.detect else None
+        recorder = Recorder(
+            self.options,
+            self.addresses,
+            statements=self.launch.statements,
+            order_of=self.launch.linear,
+            observations=observations,
+        )
+        guard = MemoryGuard(
+            self.launch,
+            self.addresses,
+            recorder,
+            self.locate,
+            update_maps=not self.replay,
+            observations=observations,
+            initialised=self._initialised(),
+            turns=self.turns,
+        )
+        return recorder, guard
+
+    def _initialised(self) -> dict[str, np.ndarray]:
+        """Per poisoned buffer, which elements were written (none yet; empty without detection)."""
+        if not self.detect:
+            return {}
+        return {b.name: np.zeros(b.size, bool) for b in self.bound.buffers if b.poisoned}
 
     def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` rewritten and bound to this launch (user functions instrumented, Triton's own not)."""
         if fn in self.functions:
             return self.functions[fn]
         user = not fn.__module__.startswith("triton.")
-        instrument = user and self.engine.options.capture
-        rewritten = self.engine.rewritten(fn, instrument=instrument)
+        instrument = user and self.options.capture
+        rewritten = self.rewrites.rewritten(fn, instrument=instrument)
         offset = self._register(rewritten) if user else 0
-        probe = FunctionProbe(self.recorder, offset, self._breakpoint_hit, self.engine.options.debugger)
+        probe = FunctionProbe(self.recorder, offset, self._breakpoint_hit, self.options.debugger)
         bound = rewritten.bind(fn.__globals__, probe)
         if user:
             self.codes.add(bound.__code__)
@@ -245,13 +134,13 @@ class LaunchContext:
         return offset
 
     def _breakpoint_hit(self, line: int) -> bool:
-        wanted = self.engine.options.break_pid
+        wanted = self.options.break_pid
         return wanted is None or wanted == self.recorder.program.pid
 
     def call(self, jit_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fn = jit_fn.fn
         if fn not in self.functions:
-            self.engine.note_source(jit_fn)
+            self.rewrites.note_source(jit_fn)
         target = self.function(fn)
         if fn.__module__.startswith("triton."):
             return target(*args, **kwargs)
@@ -263,16 +152,15 @@ class LaunchContext:
             self.recorder.pop_call()
 
     def run(self, order: list[Pid]) -> None:
-        engine, launch = self.engine, self.launch
-        progress = engine.options.progress
-        previous, engine._active = engine._active, self
+        launch = self.launch
+        progress = self.options.progress
         tee = _Tee(sys.stdout)
         sys.stdout = tee
         # pdb's "continue" installs its own Ctrl-C handler; a breakpoint must not leave it behind
         sigint = signal.getsignal(signal.SIGINT) if _main_thread() else None
         pid: Pid | None = None
         try:
-            with interpreter_scope(engine.call_helper) as b, self.guard.installed(b), self.arith.installed(b):
+            with interpreter_scope(self.call) as b, self.guard.installed(b), self.arith.installed(b):
                 kernel = self.function(self.fn)
                 values = self.bound.values
                 triton_compat.set_grid(b, launch.grid)
@@ -311,7 +199,7 @@ class LaunchContext:
             raise self._interrupted(self._running(pid)) from None
         except Exception as exc:
             pid = self._running(pid)
-            if engine.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
+            if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
                 raise self._interrupted(pid) from None
             file, line = _kernel_frame(exc, self.codes)
             where = f"{launch.kernel}:{line}" if line else launch.kernel
@@ -328,7 +216,6 @@ class LaunchContext:
             raise wrapped from exc
         finally:
             sys.stdout = tee.target
-            engine._active = previous
             if not self.replay:
                 checks.finish(launch, self.observations)
             if sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
@@ -477,49 +364,3 @@ def _compile_time(exc: BaseException, codes: set[Any]) -> bool:
             last = False
         tb = tb.tb_next
     return bool(last)
-
-
-def _alive(owner: weakref.ref[Launch]) -> Launch:
-    launch = owner()
-    assert launch is not None  # its replayer is only reachable through it
-    return launch
-
-
-def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray]) -> None:
-    """Forget what a failed attempt at the launch did."""
-    bound.restore(snapshot)
-    launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
-    for bmap in launch.buffers.values():
-        bmap.clear()
-
-
-def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:
-    if callable(grid):
-        grid = grid({k: triton_compat.unwrap_constexpr(v) for k, v in meta.items()})
-    if isinstance(grid, int):
-        grid = (grid,)
-    dims = tuple(int(g) for g in grid)
-    if not 1 <= len(dims) <= 3 or any(g < 0 for g in dims):
-        raise ValueError(f"grid must have 1 to 3 non-negative sizes, got {grid!r}")
-    padded = dims + (1,) * (3 - len(dims))
-    return (padded[0], padded[1], padded[2])
-
-
-def _program_order(grid: Pid, options: Options) -> list[Pid]:
-    gx, gy, gz = grid
-    order = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
-    if options.order == "reverse":
-        order.reverse()
-    elif options.order == "shuffle":
-        permutation = np.random.default_rng(options.seed).permutation(len(order))
-        order = [order[i] for i in permutation]
-    return order
-
-
-def _typed_snapshot(bound: BoundArguments, snapshot: list[np.ndarray]) -> dict[str, np.ndarray]:
-    views = {}
-    for arg in bound.buffers:
-        memory_index = next(i for i, m in enumerate(bound.memories) if m is arg.memory)
-        raw = snapshot[memory_index][arg.span_lo : arg.span_hi]
-        views[arg.name] = raw.view(arg.dtype)
-    return views

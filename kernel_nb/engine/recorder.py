@@ -18,11 +18,11 @@ import numpy as np
 from kernel_nb import numerics
 from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.rewrite import LocalStatement
 from kernel_nb.trace import Pid, ProgramTrace, Record, Severity, Statement, Summary
 
 if TYPE_CHECKING:
-    from kernel_nb.engine.hooks import MemoryGuard
     from kernel_nb.options import Options
 
 
@@ -37,23 +37,40 @@ class _Frame:
 class Recorder:
     """Collects one launch's records, program by program."""
 
-    def __init__(self, options: Options, budget_bytes: int, guard: MemoryGuard | None = None) -> None:
+    def __init__(
+        self,
+        options: Options,
+        addresses: AddressMap,
+        *,
+        statements: list[Statement],
+        order_of: Callable[[Pid], int],
+        observations: Observations | None = None,
+        on_iteration: Callable[[], None] | None = None,
+    ) -> None:
+        """
+        Args:
+            addresses: turns pointer values into element offsets of the argument they point into.
+            statements: the launch's statements, which the records refer to by number.
+            order_of: a program's place in the launch order.
+            observations: where detectors' observations go (None: detection is off).
+            on_iteration: called at every loop iteration.
+        """
         self.options = options
         self.capture = options.capture
-        self.budget = budget_bytes
+        self.budget = options.budget_bytes
         self.kept_bytes = 0
-        self.guard = guard
+        self.addresses = addresses
         self.program = ProgramTrace((0, 0, 0))
         self.keep = False
         self.seq: Any = 0
         self.frames: list[_Frame] = [_Frame("")]
         self.selected: set[Pid] | None = None if options.pids == "all" else set(options.pids)
-        self.statements: list[Statement] = []
+        self.statements = statements
+        # what the rewrite knows of each statement, by number (the run registers functions into it)
         self.statement_info: list[LocalStatement] = []
-        self.observations: Observations | None = None
-        self.order_of: Callable[[Pid], int] = lambda pid: 0
-        # called at every loop iteration (the batched strategy reports progress from here)
-        self.on_iteration: Callable[[], None] | None = None
+        self.observations = observations
+        self.order_of = order_of
+        self.on_iteration = on_iteration
 
     def begin(self, pid: Pid, *, force_keep: bool = False) -> ProgramTrace:
         """Start recording a program; its values are kept if selected and the budget allows."""
@@ -138,7 +155,7 @@ class Recorder:
             data = data.reshape(shape) if data.size == int(np.prod(shape)) else data
             type_name = triton_compat.tensor_type_name(value)
             if triton_compat.is_pointer_tensor(value):
-                offsets, arg = self.guard.offsets(data) if self.guard is not None else (data, None)
+                offsets, arg = self.addresses.offsets(data)
                 return offsets, type_name, shape, arg
             if numerics.is_bits_float(type_name):  # kept as raw bits by the interpreter
                 data = numerics.decode(data, type_name)

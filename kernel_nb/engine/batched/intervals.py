@@ -1,7 +1,7 @@
 """Interval bookkeeping for the batched strategy: each program's accesses as [lo, hi) ranges.
 
 Telling whether running programs together could differ from running them one by one, and counting
-how many distinct programs touched each element, needs per-element state in general (batched_hooks
+how many distinct programs touched each element, needs per-element state in general (batched/guard
 keeps it). Most kernels give each program its own part of every array, or let programs share only
 what they read; for those, the range each program touches per argument proves that no program sees
 another's writes, and the buffer maps follow from one scatter per access instead of a sort.

@@ -18,8 +18,10 @@ import numpy as np
 
 from kernel_nb.checks import Observations, describe
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BufferArg
-from kernel_nb.engine.capture import Recorder
+from kernel_nb.engine.patches import patched_methods
+from kernel_nb.engine.recorder import Recorder
 from kernel_nb.engine.waiting import Turns
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
 from kernel_nb.trace import BufferMap, Launch, MemoryEvent, Severity
@@ -30,66 +32,43 @@ Locator = Callable[[], tuple[str, int]]
 class MemoryGuard:
     """Checks and records the memory accesses of one launch."""
 
-    def __init__(self, launch: Launch, buffers: list[BufferArg], recorder: Recorder, locate: Locator) -> None:
+    def __init__(
+        self,
+        launch: Launch,
+        addresses: AddressMap,
+        recorder: Recorder,
+        locate: Locator,
+        *,
+        update_maps: bool = True,
+        observations: Observations | None = None,
+        initialised: dict[str, np.ndarray] | None = None,
+        turns: Turns | None = None,
+    ) -> None:
+        """
+        Args:
+            update_maps: count accesses in the launch's buffer maps (not in a replay).
+            observations: where detectors' observations go (None: detection is off).
+            initialised: per poisoned buffer, which elements were written.
+            turns: the turns of programs that may wait for each other.
+        """
         self.launch = launch
-        self.buffers = sorted(buffers, key=lambda b: b.lo)
-        self._rank = {b.name: i for i, b in enumerate(buffers)}
+        self.addresses = addresses
+        self.buffers = addresses.buffers
+        self.buffer_at = addresses.buffer_at
         self.recorder = recorder
         self.locate = locate
-        self.update_maps = True
-        self._starts = np.array([b.lo for b in self.buffers], dtype=np.uint64)
-        merged: list[list[int]] = []
-        for b in self.buffers:
-            if merged and b.lo <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b.hi)
-            else:
-                merged.append([b.lo, b.hi])
-        self._allowed_lo = np.array([m[0] for m in merged], dtype=np.uint64)
-        self._allowed_hi = np.array([m[1] for m in merged], dtype=np.uint64)
-        sizes = {b.name: b.size for b in buffers}
+        self.update_maps = update_maps
+        sizes = {b.name: b.size for b in addresses.arguments}
         self._last_reader = ElementArrays(sizes)
         # who wrote each element with a plain store (atomics are ordered, so they never race)
         self._plain_writer = ElementArrays(sizes)
-        self.observations: Observations | None = None
-        self.initialised: dict[str, np.ndarray] = {}  # poisoned buffers: which elements were written
-        self.turns: Turns | None = None  # programs that may wait for each other take turns
-        for b in buffers:
+        self.observations = observations
+        self.initialised = {} if initialised is None else initialised
+        self.turns = turns  # programs that may wait for each other take turns
+        for b in addresses.arguments:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
                 continue
             launch.buffers[b.name] = BufferMap.fresh(b.name, b.size, b.shape, b.origin)
-
-    # -- lookup ---------------------------------------------------------------------------------
-
-    def buffer_at(self, address: int) -> BufferArg | None:
-        """The argument whose span holds the address, else the nearest one below it (or the first)."""
-        if not self.buffers:
-            return None
-        i = int(np.searchsorted(self._starts, np.uint64(address), side="right")) - 1
-        holding = [b for b in self.buffers[: i + 1] if b.lo <= address < b.hi]
-        if holding:  # aliased arguments: the first in the signature
-            return min(holding, key=lambda b: self._rank[b.name])
-        return self.buffers[max(i, 0)]
-
-    def offsets(self, addresses: np.ndarray) -> tuple[np.ndarray, str | None]:
-        """Element offsets of pointer values relative to the argument the first lane points into."""
-        flat = addresses.reshape(-1)
-        arg = self.buffer_at(int(flat[0])) if flat.size else None
-        if arg is None:
-            return addresses.astype(np.int64), None
-        return (addresses.astype(np.int64) - arg.ptr) // arg.itemsize, arg.name
-
-    def _in_bounds(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
-        if self._allowed_lo.size == 0:
-            return np.zeros(addresses.shape, dtype=bool)
-        if addresses.size:
-            # the common case, every lane inside one allowed range, costs two reductions
-            lo, hi = addresses.min(), addresses.max()
-            j = int(np.searchsorted(self._allowed_lo, lo, side="right")) - 1
-            if j >= 0 and hi + np.uint64(itemsize) <= self._allowed_hi[j]:
-                return np.ones(addresses.shape, dtype=bool)
-        i = np.searchsorted(self._allowed_lo, addresses, side="right") - 1
-        safe = np.clip(i, 0, None)
-        return (i >= 0) & (addresses + np.uint64(itemsize) <= self._allowed_hi[safe])
 
     # -- the hooks ------------------------------------------------------------------------------
 
@@ -98,7 +77,7 @@ class MemoryGuard:
     ) -> None:
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         lanes = addresses[active]
-        ok = self._in_bounds(lanes, itemsize)
+        ok = self.addresses.in_bounds(lanes, itemsize)
         if ok.all():
             return
         bad = lanes[~ok]
@@ -329,18 +308,9 @@ class MemoryGuard:
     def installed(self, builder: Any) -> Iterator[None]:
         """Hook the builder's memory operations and device_assert for the duration of a launch."""
         originals = {
-            name: getattr(builder, name)
-            for name in (
-                triton_compat.LOAD_METHOD,
-                triton_compat.STORE_METHOD,
-                triton_compat.ATOMIC_RMW_METHOD,
-                triton_compat.ATOMIC_CAS_METHOD,
-                triton_compat.ASSERT_METHOD,
-                triton_compat.PLAIN_LOAD_METHOD,
-                triton_compat.PLAIN_STORE_METHOD,
-                triton_compat.ATOMIC_POLL_METHOD,
-            )
-            if hasattr(builder, name)
+            method.name: getattr(builder, method.name)
+            for method in triton_compat.MEMORY_METHODS
+            if hasattr(builder, method.name)
         }
         load = originals[triton_compat.LOAD_METHOD]
         store = originals[triton_compat.STORE_METHOD]
@@ -443,7 +413,7 @@ class MemoryGuard:
                 pid=pid,
             )
 
-        hooks = {
+        hooks: dict[str, Callable[..., Any]] = {
             triton_compat.LOAD_METHOD: masked_load,
             triton_compat.STORE_METHOD: masked_store,
             triton_compat.ATOMIC_RMW_METHOD: atomic_rmw,
@@ -454,17 +424,8 @@ class MemoryGuard:
             triton_compat.ATOMIC_POLL_METHOD: atomic_poll,
         }
         hooks = {name: hook for name, hook in hooks.items() if name in originals}
-        had_own = {name: name in vars(builder) for name in hooks}
-        for name, hook in hooks.items():
-            setattr(builder, name, hook)
-        try:
+        with patched_methods(builder, hooks):
             yield
-        finally:
-            for name in hooks:
-                if had_own[name]:
-                    setattr(builder, name, originals[name])
-                else:
-                    delattr(builder, name)
 
 
 class ElementArrays(dict[str, np.ndarray]):

@@ -1,10 +1,10 @@
 """The batched strategy: the programs of a launch run together, one numpy call serving them all.
 
-Every value carries the batch's programs along a leading axis (see batched_builder). A `range`
+Every value carries the batch's programs along a leading axis (see batched/builder). A `range`
 loop whose stop differs between programs runs once for all of them: each iteration holds the rows
 of the programs still running only (or, where it cannot, masks the others), the programs that are
 done make no loads, stores, records or events, and the loop's names keep their values for them
-(batched_capture.loop_range). Where the programs disagree about other
+(`MaskedLoops.loop_range` in loops.py). Where the programs disagree about other
 control flow, the batch is undone (an undo log restores every byte its stores and atomics changed)
 and split into groups that agree, each run on its own. The result must
 equal the serial strategy's, records and findings included; wherever the batched form cannot
@@ -15,39 +15,38 @@ raised and the launch runs serially from its input snapshot.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_builder import (
-    BatchedBuilder,
-    BatchUnsupported,
-    Divergence,
-    batched_language,
-    batched_value,
-)
-from kernel_nb.engine.batched_capture import BatchRecorder
-from kernel_nb.engine.batched_hooks import BatchGuard
-from kernel_nb.engine.batched_intervals import NeedsPrecise
-from kernel_nb.engine.run import LaunchContext
+from kernel_nb.engine.batched.builder import BatchedBuilder, BatchUnsupported, Divergence, LoopMask
+from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply
+from kernel_nb.engine.batched.intervals import NeedsPrecise
+from kernel_nb.engine.batched.language import batched_language, batched_value
+from kernel_nb.engine.batched.recorder import BatchRecorder
+from kernel_nb.engine.patches import interpreter_scope
+from kernel_nb.engine.rewrite import RewrittenFunction, SourceUnavailableError
+from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
 from kernel_nb.trace import Pid
 
 MAX_BATCH = 4096  # values of a batch's programs are copied only while the budget can reach them
 
-# source text that makes a kernel's programs depend on running one at a time
-_SERIAL_ONLY = ("print(", "breakpoint(", "set_trace(", "device_print", "static_print", "inline_asm")
 
-
-def unsupported_reason(fn: Callable[..., Any], options: Options) -> str | None:
-    """Why the batched strategy does not apply to a launch of `fn` (None: it applies)."""
+def unsupported_reason(
+    fn: Callable[..., Any], options: Options, rewritten: Callable[[], RewrittenFunction]
+) -> str | None:
+    """Why the batched strategy does not apply to a launch of `fn` (None: it applies);
+    `rewritten()` gives the kernel as the launch runs it (asked only where the options allow
+    batches)."""
     if options.strategy == "serial":
         return "the serial strategy was asked for"
     if options.breakpoints:
@@ -55,62 +54,82 @@ def unsupported_reason(fn: Callable[..., Any], options: Options) -> str | None:
     if options.order != "serial":
         return f"programs run in {options.order} order"
     try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
+        kernel = rewritten()
+    except SourceUnavailableError:
         return "the kernel's source is not available"
-    for marker in _SERIAL_ONLY:
-        if marker in source:
-            return f"the kernel calls {marker.rstrip('(')}"
+    # what makes the programs depend on running one at a time
+    if kernel.calls_print:
+        return "the kernel calls print"
+    if kernel.breakpoints:
+        return f"the kernel calls {kernel.breakpoints[0]}"
+    if kernel.calls_inline_asm:
+        return "the kernel calls inline_asm"
     return waits(fn)
 
 
-class BatchedRun(LaunchContext):
+@dataclass
+class BatchedRun(SerialRun):
     """Runs a launch's programs in batches, splitting where control flow diverges."""
 
-    recorder: BatchRecorder
-    guard: BatchGuard
-    precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched_intervals)
-    note = ""  # how the launch was kept track of, for Launch.strategy_note
+    recorder: BatchRecorder = field(init=False)
+    guard: BatchGuard = field(init=False)
+    precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched/intervals)
+    # programs done, programs in all, and when progress was last reported
+    _progress: tuple[int, int, float] = field(init=False, default=(0, 0, 0.0))
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        options = self.engine.options
-        recorder = BatchRecorder(options, options.budget_bytes)
-        guard = BatchGuard(self.launch, self.bound.buffers, recorder, self.locate)
-        recorder.guard = guard
-        recorder.statements = self.launch.statements
-        recorder.statement_info = self.recorder.statement_info
-        recorder.order_of = self.launch.linear
-        guard.update_maps = True
-        guard.initialised = self.guard.initialised
-        guard.share_aliases()
-        self.replaced = [self.recorder, self.guard]  # the serial parts, unused here
-        self.recorder, self.guard = recorder, guard
-        self.detect = options.detect
-        self.arith.recorder = recorder
+    def _parts(self) -> tuple[BatchRecorder, BatchGuard]:
+        initialised = self._initialised()
+        ranges = ranges_apply(self.addresses, initialised)
+        why_precise = self.precise or ranges
+        if (
+            why_precise is None
+            and self.rewrites.rewritten(self.fn, instrument=self.options.capture).uses_atomics
+        ):
+            why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
+        self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
+        self.loop_mask = LoopMask()
+        guard: BatchGuard | None = None
+
+        def hold(at: np.ndarray | None) -> None:
+            assert guard is not None
+            guard.hold(at)
+
+        recorder = BatchRecorder(
+            self.options,
+            self.addresses,
+            statements=self.launch.statements,
+            order_of=self.launch.linear,
+            loop_mask=self.loop_mask,
+            precise=why_precise is not None,
+            ranges=ranges is None,
+            hold=hold,
+            on_iteration=None if self.options.progress is None else self._during_batch,
+        )
+        guard = BatchGuard(
+            self.launch,
+            self.addresses,
+            recorder,
+            self.locate,
+            initialised=initialised,
+            precise=why_precise is not None,
+        )
+        return recorder, guard
+
+    def _during_batch(self) -> None:
+        """A batch can run long (a loop over all its programs at once): progress is reported
+        between batches and, at most every 0.2 s, from inside the batch's loops."""
+        done, total, last = self._progress
+        now = time.perf_counter()
+        if now - last > 0.2:
+            self._progress = (done, total, now)
+            assert self.options.progress is not None
+            self.options.progress(done, total)
 
     def run(self, order: list[Pid]) -> None:
-        engine, launch = self.engine, self.launch
-        why_precise = self.precise or self.guard.ranges_apply()
-        if why_precise is None and "atomic_" in _source(self.fn):
-            why_precise = "atomics"  # ordered per element across programs: ranges cannot tell
-        self.guard.precise = why_precise is not None
-        self.note = "" if why_precise is None else f"per-element bookkeeping: {why_precise}"
-        progress = engine.options.progress
-        previous, engine._active = engine._active, self
+        launch = self.launch
+        progress = self.options.progress
         done = 0
-        if progress is not None:
-            # a batch can run long (a loop over all its programs at once): report between batches
-            # and, at most every 0.2 s, from inside the batch's loops
-            last = [time.perf_counter()]
-
-            def during_batch() -> None:
-                now = time.perf_counter()
-                if now - last[0] > 0.2:
-                    last[0] = now
-                    progress(done, len(order))
-
-            self.recorder.on_iteration = during_batch
+        self._progress = (0, len(order), time.perf_counter())
         try:
             with self._language() as stock:
                 kernel = self.function(self.fn)
@@ -119,44 +138,37 @@ class BatchedRun(LaunchContext):
                     group = order[done : done + MAX_BATCH]
                     self._run_group(stock, kernel, values, group)
                     done += len(group)
+                    self._progress = (done, len(order), self._progress[2])
                     if progress is not None:
                         progress(done, len(order))
         except KeyboardInterrupt:
-            batch = getattr(self.recorder, "batch", None)
+            batch = self.recorder.batch
             # the first program of the batch that was running
             raise self._interrupted(batch[0] if batch else None) from None
-        finally:
-            engine._active = previous
         # groups split off by divergence finish out of order: list programs as the serial run does
         launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
-        from kernel_nb import checks
-
         checks.finish(launch, self.observations)
 
     @contextmanager
     def _language(self) -> Iterator[Any]:
-        from kernel_nb.engine.patches import interpreter_scope
-
-        with interpreter_scope(self.engine.call_helper) as stock, batched_language():
+        with interpreter_scope(self.call) as stock, batched_language(self.loop_mask):
             yield stock
 
     def _run_group(
         self, stock: Any, kernel: Callable[..., Any], values: dict[str, Any], pids: list[Pid]
     ) -> None:
-        attributes = BatchedBuilder.attributes(np.array(pids, dtype=np.int64), self.launch.grid)
+        attributes = BatchedBuilder.attributes(
+            np.array(pids, dtype=np.int64), self.launch.grid, self.loop_mask
+        )
         batch_observations = Observations()
-        self.recorder.begin_batch(pids)
-        self.guard.begin_batch()
-        self.guard.builder = stock
-        if self.detect:
-            self.recorder.observations = batch_observations
-            self.guard.observations = batch_observations
-            self.arith.observations = batch_observations
+        observing = batch_observations if self.detect else None
+        self.recorder.begin_batch(pids, observing)
+        self.guard.begin_batch(stock, observing)
         try:
             with (
                 triton_compat.builder_as(stock, BatchedBuilder, **attributes) as builder,
                 self.guard.installed(builder),
-                self.arith.installed(builder),
+                self.arith.installed(builder, observations=observing),
             ):
                 kernel(**values)
         except Divergence as split:
@@ -167,7 +179,7 @@ class BatchedRun(LaunchContext):
         except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):
             raise
         except Exception as exc:  # the serial strategy reports it with the failing program's id
-            if self.engine.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
+            if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
                 raise KeyboardInterrupt from exc
             raise BatchUnsupported(f"{type(exc).__name__} in a batch") from exc
         self.observations.merge(batch_observations)
@@ -175,13 +187,6 @@ class BatchedRun(LaunchContext):
         self.recorder.trim()
         for program in self.recorder.programs:
             self.launch.programs[program.pid] = program
-
-
-def _source(fn: Callable[..., Any]) -> str:
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        return ""
 
 
 def _groups(pids: list[Pid], values: np.ndarray) -> list[list[Pid]]:

@@ -1,19 +1,23 @@
 """Recording for the batched strategy: each value's rows are its programs' values, split into the
-per-program records the serial strategy makes (see batched.py)."""
+per-program records the serial strategy makes (see batched/run.py)."""
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from kernel_nb import numerics
+from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
-from kernel_nb.engine.batched_builder import Divergence, batched_active, batched_trips
-from kernel_nb.engine.batched_tiles import AFFINE, rows_of, shape_of, widened
-from kernel_nb.engine.capture import Recorder, report_origin
+from kernel_nb.engine.addresses import AddressMap
+from kernel_nb.engine.batched.builder import LoopMask
+from kernel_nb.engine.batched.loops import MaskedLoops
+from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
+from kernel_nb.engine.batched.tiles import AFFINE
+from kernel_nb.engine.recorder import Recorder, report_origin
+from kernel_nb.options import Options
 from kernel_nb.trace import (
     Deferred,
     EventBlock,
@@ -22,16 +26,53 @@ from kernel_nb.trace import (
     ProgramTrace,
     RecordBlock,
     Records,
+    Statement,
     SummaryColumns,
     TileRows,
 )
 
 
-class BatchRecorder(Recorder):
+class BatchRecorder(MaskedLoops, Recorder):
     """Records a batch: each value's rows are its programs' values."""
 
-    def begin_batch(self, pids: list[Pid]) -> None:
+    def __init__(
+        self,
+        options: Options,
+        addresses: AddressMap,
+        *,
+        statements: list[Statement],
+        order_of: Callable[[Pid], int],
+        loop_mask: LoopMask,
+        precise: bool,
+        ranges: bool,
+        hold: Callable[[np.ndarray | None], None],
+        on_iteration: Callable[[], None] | None = None,
+    ) -> None:
+        """
+        Args:
+            loop_mask: the run's record of the programs a masked loop still runs.
+            precise: the bookkeeping is per element (masked loops then mask, never narrow).
+            ranges: range bookkeeping could serve the launch (see `guard.ranges_apply`).
+            hold: tells the guard which rows of the batch values hold from now on (None: all).
+            on_iteration: called at every loop iteration (to report progress from inside a batch).
+        """
+        super().__init__(
+            options, addresses, statements=statements, order_of=order_of, on_iteration=on_iteration
+        )
+        self.loop_mask = loop_mask
+        self.precise = precise
+        self.ranges = ranges
+        self.hold_rows = hold
+        self.batch: list[Pid] = []
+        # per launch: arrays whose kept rows are views
+        self._held_whole: dict[int, np.ndarray] = {}
+        self._held_bytes = 0
+        self._arenas = {id(b.memory.copy) for b in addresses.buffers}  # the arguments' host copies
+
+    def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
+        """Start recording a batch; observations go to `observations` (None: none)."""
         self.batch = pids
+        self.observations = observations
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
         open_budget = self.capture and self.kept_bytes < self.budget
@@ -58,15 +99,11 @@ class BatchRecorder(Recorder):
         # every row); `width` of them
         self.at: np.ndarray | None = None
         # masked loops narrow their iterations where the bookkeeping is by ranges (see loop_narrow)
-        self.narrows = self.guard is not None and not self.guard.precise  # type: ignore[attr-defined]
+        self.narrows = not self.precise
         self.split_trips: np.ndarray | None = None  # the trip counts of the last narrowed loop
         self._masked_depth: tuple[int, int] | None = None
-        batched_active[0] = batched_trips[0] = None
+        self.loop_mask.clear()
         self.frames = [type(self.frames[0])("")]
-        if not hasattr(self, "_held_whole"):  # per launch: arrays whose kept rows are views
-            self._held_whole: dict[int, np.ndarray] = {}
-            self._held_bytes = 0
-        self._arenas: set[int] | None = None  # the arguments' host copies (see _sole_array)
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
         self._held_kept_cache: tuple[Any, Any, np.ndarray | None, np.ndarray] | None = None
 
@@ -153,7 +190,7 @@ class BatchRecorder(Recorder):
         affine = getattr(value.handle, AFFINE, None)
         if not affine or affine.lanes.size != int(np.prod(triton_compat.tensor_shape(value))):
             return None
-        return self.guard.tile_offsets(affine, self.width)  # type: ignore[union-attr]  # a BatchGuard
+        return tile_offsets(self.addresses, affine, self.width)
 
     def _record_tile(self, stmt: int, value: Any, shift: np.ndarray, lanes: np.ndarray, arg: str) -> None:
         batch = len(self.batch)
@@ -205,7 +242,7 @@ class BatchRecorder(Recorder):
             rows = self._rows_of(data, shape)
             type_name = triton_compat.tensor_type_name(value)
             if triton_compat.is_pointer_tensor(value):
-                offsets, args = self.guard.row_offsets(rows)  # type: ignore[union-attr]  # a BatchGuard
+                offsets, args = row_offsets(self.addresses, rows, ranges=self.ranges)
                 return offsets, type_name, shape, args
             if numerics.is_bits_float(type_name):
                 rows = numerics.decode(rows, type_name)
@@ -286,118 +323,6 @@ class BatchRecorder(Recorder):
         else:
             self.seq = np.asarray(seq) + self.active
         return seq
-
-    # -- loops whose trip count differs between programs ---------------------------------------
-
-    def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A range whose stop differs between programs runs for all of them together: each iteration
-        on the programs still running (see loop_narrow), or on all of them with the others masked
-        (their memory accesses off); the finished programs' values are kept (see loop_merge)."""
-        # one masked loop at a time: a loop inside it runs as the programs still running agree
-        bounds = None if self.trips is not None else _range_bounds(fn, args, kwargs, len(self.batch))
-        if bounds is None:
-            return fn(*args, **kwargs)  # one trip count for all, or Divergence splits the batch
-        start, stop, step = bounds
-        trips = np.maximum(0, -(-(stop - start) // step))
-        if (trips == 0).any() or trips.min() == trips.max():
-            return fn(*args, **kwargs)
-        return self._masked_loop(start, step, trips)
-
-    def _masked_loop(self, start: int, step: int, trips: np.ndarray) -> Iterator[int]:
-        self.trips = batched_trips[0] = trips
-        self.split_trips = trips
-        self._masked_depth = (len(self.frames), len(self.frames[-1].loops))
-        # with range bookkeeping, an iteration runs on the programs still running alone (their
-        # rows narrowed: see loop_narrow); else on all of them, the others masked
-        self._narrowing = self.narrows
-        try:
-            for k in range(int(trips.max())):
-                active = trips > k
-                self.active = None if active.all() else active
-                narrow = self._narrowing and self.active is not None
-                self._hold(np.flatnonzero(active) if narrow else None)
-                batched_active[0] = None if narrow else self.active
-                yield start + k * step
-        finally:
-            self._hold(None)
-            self.active = self.trips = self._masked_depth = None
-            batched_active[0] = batched_trips[0] = None
-
-    def _hold(self, at: np.ndarray | None) -> None:
-        """Values hold rows `at` of the batch from now on (None: all rows)."""
-        if at is None and self.at is None:
-            return
-        self.at = at
-        self.guard.hold(at)  # type: ignore[union-attr]  # a BatchGuard
-
-    def loop_snapshot(self, names: dict[str, Any]) -> Any:
-        if self.trips is None:
-            return None
-        if (len(self.frames), len(self.frames[-1].loops)) == self._masked_depth:
-            return _MaskedLoopNames(names)  # the masked loop's own iteration
-        return dict(names)
-
-    def loop_narrow(self, saved: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
-        """The names a masked loop's body reads, narrowed to the rows of the programs it still
-        runs (values that are the same in every program stay as they are)."""
-        at = self.at
-        if at is None or not isinstance(saved, _MaskedLoopNames):
-            return None
-        batch = len(self.batch)
-        narrowed = {}
-        for name in names:
-            if name not in saved:
-                continue
-            value = saved[name]
-            if triton_compat.is_tensor(value):
-                if shape_of(value.handle)[:1] == (batch,):
-                    narrowed[name] = triton_compat.tensor_with_handle(value, rows_of(value.handle, at))
-            elif _holds_rows(value, batch):
-                # a tuple of per-program values: this loop runs on all programs, the others masked
-                self._narrowing = False
-                self._hold(None)
-                batched_active[0] = self.active
-                return None
-        saved.narrowed = tuple(narrowed)
-        return narrowed
-
-    def loop_merge(
-        self, saved: Any, names: dict[str, Any], assigned: tuple[str, ...]
-    ) -> dict[str, Any] | None:
-        """For the programs a masked loop is done with, the values the body's names had before;
-        after a narrowed iteration, every name made whole again."""
-        at, active, batch = self.at, self.active, len(self.batch)
-        combine: Callable[[Any, Any], Any]
-        if at is not None:
-            if not isinstance(saved, _MaskedLoopNames):
-                return None  # a loop inside the narrowed one: every row held runs it
-            combine = lambda old, new: widened(old, new, at, batch)  # noqa: E731
-        elif saved is None or active is None:
-            return None
-        else:
-
-            def combine(old: Any, new: Any) -> Any:
-                rows = np.broadcast_to(new.data, (batch, *new.data.shape[1:]))
-                before = np.broadcast_to(old.data, rows.shape)
-                kept = np.where(active.reshape((batch,) + (1,) * (rows.ndim - 1)), rows, before)
-                return triton_compat.TensorHandle(kept, new.dtype)
-
-        merged = {}
-        for name in assigned:
-            if name not in saved or name not in names or saved[name] is names[name]:
-                continue
-            old, new = saved[name], names[name]
-            if triton_compat.is_tensor(old) and triton_compat.is_tensor(new) and old.type == new.type:
-                merged[name] = triton_compat.tensor_with_handle(new, combine(old.handle, new.handle))
-            elif not (triton_compat.is_tensor(old) or triton_compat.is_tensor(new)) and _same(old, new):
-                continue
-            else:  # a value the batch cannot hold per program: split the batch by trip count
-                raise Divergence(self.trips if self.trips is not None else np.zeros(batch))
-        if at is not None:
-            for name in saved.narrowed:  # read, not assigned: the whole value from before
-                if name not in assigned:
-                    merged[name] = saved[name]
-        return merged
 
     def divergence_values(self, values: np.ndarray) -> np.ndarray:
         """Per batch row, what to split a batch by when `values` (per row held) disagree: inside a
@@ -485,8 +410,6 @@ class BatchRecorder(Recorder):
         # a view of the whole array, or of less memory (a broadcast): it holds no more than counted
         if base.base is not None or not base.flags.owndata or base.nbytes > rows.nbytes:
             return False
-        if self._arenas is None:
-            self._arenas = {id(b.memory.copy) for b in self.guard.buffers}  # type: ignore[union-attr]
         return id(base) not in self._arenas
 
     def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:
@@ -534,76 +457,9 @@ class BatchRecorder(Recorder):
                 deferred.keep_values = False
 
 
-class _MaskedLoopNames(dict):  # type: ignore[type-arg]
-    """A masked loop's names at the top of an iteration; `narrowed`: those loop_narrow narrowed."""
-
-    narrowed: tuple[str, ...] = ()
-
-
-def _holds_rows(value: Any, batch: int) -> bool:
-    """Whether a tuple or list holds a value per program (tensors with a row per program)."""
-    if isinstance(value, (tuple, list)):
-        return any(_holds_rows(v, batch) for v in value)
-    return triton_compat.is_tensor(value) and shape_of(value.handle)[:1] == (batch,) and batch > 1
-
-
 def _whole(rows: np.ndarray) -> np.ndarray:
     """The array `rows` is a view of (itself if none)."""
     base = rows
     while isinstance(base.base, np.ndarray):
         base = base.base
     return base
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def _range_bounds(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], batch: int
-) -> tuple[int, np.ndarray, int] | None:
-    """(start, per-program stop, step) of range(...) or tl.range(...) whose start and step are the
-    same for every program and whose stop is not (None: anything else)."""
-    if fn is builtins.range:
-        if kwargs or not 1 <= len(args) <= 3:
-            return None
-        values = list(args)
-    elif triton_compat.is_interpreter_range(fn):
-        values = [args[0] if args else kwargs.get("arg1")]
-        values += [args[1] if len(args) > 1 else kwargs.get("arg2")]
-        values += [args[2] if len(args) > 2 else kwargs.get("step")]
-        if values[1] is None:
-            values = [values[0]]
-        elif values[2] is None:
-            values = values[:2]
-    else:
-        return None
-    if len(values) == 1:
-        values = [0, values[0], 1]
-    elif len(values) == 2:
-        values = [values[0], values[1], 1]
-    start, stop, step = (_per_program(v, batch) for v in values)
-    if start is None or stop is None or step is None:
-        return None
-    if start.min() != start.max() or step.min() != step.max() or step[0] == 0:
-        return None
-    if stop.min() == stop.max():
-        return None
-    return int(start[0]), stop.astype(np.int64), int(step[0])
-
-
-def _per_program(value: Any, batch: int) -> np.ndarray | None:
-    value = triton_compat.unwrap_constexpr(value)
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, (int, np.integer)):
-        return np.full(batch, int(value), np.int64)
-    if triton_compat.is_tensor(value):
-        data = np.asarray(triton_compat.tensor_data(value))
-        if data.dtype.kind not in "iu" or data.size != data.shape[0]:
-            return None
-        return np.broadcast_to(data.reshape(-1).astype(np.int64), (batch,))
-    return None

@@ -1,6 +1,6 @@
 """Tile forms of a batch's values: a pointer or integer block that is one tile at a per-program
 place (`base[program] + lanes`), found once and carried through pointer arithmetic, so that loads,
-stores, their checks and their records need no array per lane (see batched_builder, batched_access).
+stores, their checks and their records need no array per lane (see batched/builder, batched/access).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Affine:
     """A pointer block whose every program holds `base[program] + lanes` (bytes): one tile shape at
     a per-program place, as pointer arithmetic over tl.arange makes and a loop's `ptrs += step`
     keeps. Found once by comparing the rows, then carried through pointer steps, so that the tiles
-    a loop walks need no per-element proof (see batched_intervals)."""
+    a loop walks need no per-element proof (see batched/intervals)."""
 
     base: np.ndarray  # int64 address per program (or one for all)
     lanes: np.ndarray  # int64 byte offset of every lane from `base`

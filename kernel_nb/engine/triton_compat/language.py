@@ -1,0 +1,183 @@
+"""triton.language routed to the interpreter (`_patch_lang`), libdevice made to run, and the
+namespaces those patches change, for the session to snapshot and restore."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from kernel_nb.engine.triton_compat.descriptors import patch_descriptor_strides, patch_dot_scaled_formats
+from kernel_nb.engine.triton_compat.interpreter import TensorHandle, interp, semantic
+from kernel_nb.engine.triton_compat.versions import require
+
+# extern(symbol, argument arrays, result element type) -> the result array
+Extern = Callable[[str, list[np.ndarray], Any], np.ndarray]
+
+# The module the compiler swaps for the backend's libdevice (CUDABackend.get_module_map), and that one.
+LIBDEVICE_STUBS = "triton.language.extra.libdevice"
+
+LIBDEVICE_CUDA = "triton.language.extra.cuda.libdevice"
+
+
+def patch_language(extern: Extern | None = None) -> Callable[[], None]:
+    """Route triton.language to the interpreter; returns the function that undoes it.
+
+    `_patch_lang` looks for `tl` / `tl.core` among a function's globals, so it is handed a stub that
+    has both. Before 3.6 it returns no scope; the session's namespace snapshot restores those versions.
+    With `extern`, libdevice runs too (see `_patch_libdevice`); the snapshot undoes that.
+    """
+    patch = require(interp, "_patch_lang")
+
+    def stub() -> None:
+        pass
+
+    stub_globals = {"tl": tl, "core": tl.core}
+    probe = types.FunctionType(stub.__code__, stub_globals, "kernel_nb_language_probe")
+    scope = patch(probe)
+    _patch_index(tl.tensor)
+    if extern is not None:
+        _patch_libdevice(extern)
+    restore = getattr(scope, "restore", None)
+    undo_strides = patch_descriptor_strides()
+    undo_formats = patch_dot_scaled_formats()
+
+    def undo() -> None:
+        undo_formats()
+        undo_strides()
+        if callable(restore):
+            restore()
+
+    return undo
+
+
+def libdevice_modules() -> tuple[types.ModuleType, types.ModuleType]:
+    """triton.language.extra.libdevice (the stubs) and its CUDA implementation."""
+    import importlib
+
+    return importlib.import_module(LIBDEVICE_STUBS), importlib.import_module(LIBDEVICE_CUDA)
+
+
+def _patch_libdevice(extern: Extern) -> None:
+    """Make libdevice calls run: as the compiler does, the stub module's functions become the CUDA
+    module's (`core.extern` functions), which are given the interpreter's semantic like the rest of
+    the language; their `extern_elementwise` dispatch computes each symbol with `extern`."""
+    stubs, cuda = libdevice_modules()
+    for name, member in list(vars(cuda).items()):
+        if tl.core.is_builtin(member):
+            setattr(cuda, name, _with_semantic(member))
+    for name, member in list(vars(stubs).items()):
+        if isinstance(member, types.FunctionType) and member.__module__ == LIBDEVICE_STUBS:
+            setattr(stubs, name, getattr(cuda, name, _no_cuda_function(name)))
+    dispatch = tl.core.dispatch
+
+    def dispatch_here(func: Any, lib_name: Any, lib_path: Any, args: Any, table: Any, *rest: Any) -> Any:
+        def call(lib: Any, path: Any, symbol: str, handles: list[Any], ir_type: Any, pure: Any) -> Any:
+            # the interpreter's IR types are Triton dtypes; before 3.5 dispatch is handed a shape,
+            # not the result type, so the IR type is the one place that names the element
+            element = getattr(ir_type, "scalar", ir_type)
+            data = [np.asarray(h.data) for h in handles]
+            return TensorHandle(extern(symbol, data, element), element)
+
+        return dispatch(call, lib_name, lib_path, args, table, *rest)
+
+    tl.core.dispatch = dispatch_here
+
+
+def _with_semantic(member: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("_semantic", None)
+        return member(*args, **kwargs, _semantic=semantic())
+
+    call.__name__ = getattr(member, "__name__", "libdevice_function")
+    return call
+
+
+class CompileTimeError(AttributeError):
+    """What the compiler would reject, found by a stand-in kernel_nb puts in Triton's place."""
+
+
+def _no_cuda_function(name: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise CompileTimeError(
+            f"libdevice.{name} has no CUDA implementation in triton {triton.__version__} "
+            f"({LIBDEVICE_CUDA} lacks it): the compiler rejects it too"
+        )
+
+    return missing
+
+
+def libdevice_global(value: Any) -> Any:
+    """What the compiler puts in place of a kernel's global: a libdevice stub function imported by
+    name (`from triton.language.extra.libdevice import tanh`) becomes the CUDA module's."""
+    if isinstance(value, types.FunctionType) and value.__module__ == LIBDEVICE_STUBS:
+        stubs, _ = libdevice_modules()
+        return getattr(stubs, value.__name__, value)
+    return value
+
+
+def _patch_index(tensor_cls: type) -> None:
+    # triton 3.6 uses int(handle.data), which numpy >= 2.4 refuses for a 1-element 1-D array:
+    # `range(n)` with a runtime n would raise. The session's snapshot restores the class afterwards.
+    tensor_cls.__index__ = lambda self: int(np.asarray(self.handle.data).reshape(-1)[0])  # type: ignore[attr-defined]
+
+
+def language_namespaces() -> list[Any]:
+    """Modules and classes that `_patch_lang` and helper calls modify, for snapshot and restore."""
+    spaces: list[Any] = [tl, tl.core, tl.math, tl.tensor, tl.dtype]
+    for owner, name in ((tl.core, "tensor_descriptor_base"), (tl, "condition"), (tl.core, "condition")):
+        obj = getattr(owner, name, None)
+        if obj is not None and obj not in spaces:
+            spaces.append(obj)
+    standard = getattr(tl, "standard", None)
+    if standard is not None:
+        spaces.append(standard)
+    spaces.extend(libdevice_modules())
+    return spaces
+
+
+def standard_combines() -> list[tuple[Any, str]]:
+    """The combine functions of tl.standard that the interpreter's reductions and scans compute
+    with one numpy call, each with what it computes ("sum", "prod", "max", "min", "argmax",
+    "argmin"). A list: hashing a JITFunction computes its cache key, which fails mid-launch."""
+    kinds = {
+        "_sum_combine": "sum",
+        "_prod_combine": "prod",
+        "_elementwise_max": "max",
+        "_elementwise_min": "min",
+        "_argmax_combine_tie_break_left": "argmax",
+        "_argmax_combine_tie_break_fast": "argmax",
+        "_argmin_combine_tie_break_left": "argmin",
+        "_argmin_combine_tie_break_fast": "argmin",
+    }
+    standard = tl.standard
+    return [(getattr(standard, name), kind) for name, kind in kinds.items() if hasattr(standard, name)]
+
+
+def combine_kind(combine_fn: Any) -> str | None:
+    """What a combine function of tl.standard computes (see `standard_combines`); None for any
+    other function."""
+    return next((kind for fn, kind in standard_combines() if fn is combine_fn), None)
+
+
+def patch_value_reads(
+    *,
+    index: Callable[[Any], int],
+    truth: Callable[[Any], bool],
+    transpose: Callable[[Any], Any],
+    reduce: Callable[..., Any],
+    scan: Callable[..., Any],
+) -> None:
+    """Redefine the parts of triton.language that read a tensor's values directly: `int(x)` and
+    `range(x)`, `if x:`, `x.T`, `tl.reduce` and `tl.associative_scan`. The caller restores them:
+    this runs inside the interpreter scope, whose namespace snapshot undoes it."""
+    tl.tensor.__index__ = index  # type: ignore[method-assign,assignment]
+    tl.tensor.__bool__ = truth  # type: ignore[method-assign,assignment]
+    tl.tensor.T = property(transpose)  # type: ignore[misc,assignment]
+    for space in (tl, tl.core):
+        space.reduce = reduce
+        space.associative_scan = scan
