@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from triton.compiler.errors import CompilationError
-from triton.runtime.errors import InterpreterError
+from triton import CompilationError
+from triton.runtime import InterpreterError
 
 if TYPE_CHECKING:
     from kernel_nb.trace import Launch, Pid

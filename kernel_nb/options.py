@@ -39,7 +39,7 @@ class Options:
         numerics: "gpu" computes what an NVIDIA GPU computes (tf32 dots by default, bf16/fp8
             rounded to nearest even, saturating float-to-int casts); "stock" is Triton's interpreter.
         strategy: "auto" runs a launch's programs together where that gives exactly the serial
-            result (see engine/batched.py) and one by one elsewhere; "serial" always one by one.
+            result (see engine/batched/) and one by one elsewhere; "serial" always one by one.
         detect: run the bug detectors (NaN/Inf origin, undefined operations, races, coverage,
             uninitialised reads) and put their findings on each launch.
         poison: argument names whose memory counts as uninitialised: filled with NaN (integers:
