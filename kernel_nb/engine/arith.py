@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb import numerics
-from kernel_nb.checks import Observations, describe
+from kernel_nb.checks import Observations, Site, undefined
 from kernel_nb.engine import bits_reductions, triton_compat
 from kernel_nb.engine.guard import Locator
 from kernel_nb.engine.patches import patched_methods
@@ -24,6 +24,8 @@ from kernel_nb.engine.recorder import Recorder
 
 _OVERFLOW_OPS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
 RowOf = Callable[[Any], np.ndarray]
+# reports one program's flagged lanes: (where, lanes, the program's row of a batched value)
+Report = Callable[[Site, np.ndarray, RowOf], None]
 _SHIFT_OPS = (np.left_shift, np.right_shift)
 _BITWISE = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, *_SHIFT_OPS)
 
@@ -40,13 +42,11 @@ class ArithmeticHooks:
         self.faithful = faithful
         self.detect = detect
 
-    def _observe(self, kind: str, bad: np.ndarray, detail: Callable[[np.ndarray, RowOf], str]) -> None:
-        """One observation per program with flagged lanes; `detail(lanes, row_of)` words it."""
+    def _observe(self, bad: np.ndarray, report: Report) -> None:
+        """One observation per program with flagged lanes, made by `report`."""
         file, line = self.locate()
         for pid, order, lanes, row_of in self.recorder.lane_rows(bad):
-            self.observations.add(
-                kind, "warning", pid, file, line, elements=lanes, detail=detail(lanes, row_of), order=order
-            )
+            report(Site(pid, order, file, line), lanes, row_of)
 
     @contextmanager
     def installed(self, builder: Any, *, observations: Observations | None = None) -> Iterator[None]:
@@ -130,25 +130,29 @@ class ArithmeticHooks:
             if bad.any():
                 bits, symbol = data.dtype.itemsize * 8, _OVERFLOW_OPS[op]
                 self._observe(
-                    "int_overflow",
                     bad,
-                    lambda lanes, row_of: (
-                        f"int{bits} overflow in '{symbol}' in {lanes.size} lanes {describe(lanes)} (exact "
-                        f"value {int(row_of(exact)[lanes[0]])} wraps); compute offsets in int64, e.g. x.to(tl.int64)"
+                    lambda site, lanes, row_of: undefined.int_overflow(
+                        self.observations,
+                        site,
+                        lanes,
+                        bits=bits,
+                        symbol=symbol,
+                        exact=int(row_of(exact)[lanes[0]]),
                     ),
                 )
         elif op is np.fmod:
-            self._check_zero_divisor(rhs, "integer remainder by zero")
+            self._check_zero_divisor(rhs, remainder=True)
         elif op in _SHIFT_OPS:
             self._check_shift(data, rhs)
 
-    def _check_zero_divisor(self, rhs: Any, what: str) -> None:
+    def _check_zero_divisor(self, rhs: Any, *, remainder: bool) -> None:
         zero = np.asarray(rhs.data) == 0
         if zero.any():
             self._observe(
-                "division_by_zero",
                 zero,
-                lambda lanes, row_of: f"{what} in {lanes.size} lanes {describe(lanes)}",
+                lambda site, lanes, row_of: undefined.division_by_zero(
+                    self.observations, site, lanes, remainder=remainder
+                ),
             )
 
     def _check_shift(self, data: np.ndarray, rhs: Any) -> None:
@@ -157,17 +161,15 @@ class ArithmeticHooks:
         bad = (amount >= bits) | (amount < 0)
         if bad.any():
             self._observe(
-                "shift_overflow",
                 bad,
-                lambda lanes, row_of: (
-                    f"shift by {int(row_of(amount)[lanes[0]])} of a {bits}-bit integer in {lanes.size} lanes "
-                    f"{describe(lanes)}; shifts by >= the bit width are undefined"
+                lambda site, lanes, row_of: undefined.shift_overflow(
+                    self.observations, site, lanes, amount=int(row_of(amount)[lanes[0]]), bits=bits
                 ),
             )
 
     def idiv(self, original: Any, lhs: Any, rhs: Any) -> Any:
         if self.detect:
-            self._check_zero_divisor(rhs, "integer division by zero")
+            self._check_zero_divisor(rhs, remainder=False)
         with np.errstate(all="ignore"):
             return original(lhs, rhs)
 
@@ -220,12 +222,9 @@ class ArithmeticHooks:
     def _report_cast(self, values: np.ndarray, bad: np.ndarray, dst_name: str) -> None:
         if np.asarray(bad).any():
             self._observe(
-                "undefined_cast",
                 np.asarray(bad),
-                lambda lanes, row_of: (
-                    f"float-to-{dst_name} cast of NaN or out-of-range values in {lanes.size} lanes "
-                    f"{describe(lanes)} (first: {float(row_of(values)[lanes[0]]):g}); NVIDIA GPUs saturate "
-                    f"(NaN -> 0), other backends and C leave the result undefined"
+                lambda site, lanes, row_of: undefined.undefined_cast(
+                    self.observations, site, lanes, target=dst_name, first=float(row_of(values)[lanes[0]])
                 ),
             )
 

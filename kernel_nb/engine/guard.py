@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.checks import Observations, describe
+from kernel_nb.checks import Observations, Site, races, uninitialised
+from kernel_nb.checks.state import AccessState, ElementArrays
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BufferArg
@@ -24,7 +25,7 @@ from kernel_nb.engine.patches import patched_methods
 from kernel_nb.engine.recorder import Recorder
 from kernel_nb.engine.waiting import Turns
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
-from kernel_nb.trace import BufferMap, Launch, MemoryEvent, Severity
+from kernel_nb.trace import BufferMap, Launch, MemoryEvent
 
 Locator = Callable[[], tuple[str, int]]
 
@@ -39,16 +40,16 @@ class MemoryGuard:
         recorder: Recorder,
         locate: Locator,
         *,
+        state: AccessState,
         update_maps: bool = True,
         observations: Observations | None = None,
-        initialised: dict[str, np.ndarray] | None = None,
         turns: Turns | None = None,
     ) -> None:
         """
         Args:
+            state: the launch's per-element race and initialisation state (see checks/state).
             update_maps: count accesses in the launch's buffer maps (not in a replay).
             observations: where detectors' observations go (None: detection is off).
-            initialised: per poisoned buffer, which elements were written.
             turns: the turns of programs that may wait for each other.
         """
         self.launch = launch
@@ -59,11 +60,9 @@ class MemoryGuard:
         self.locate = locate
         self.update_maps = update_maps
         sizes = {b.name: b.size for b in addresses.arguments}
-        self._last_reader = ElementArrays(sizes)
-        # who wrote each element with a plain store (atomics are ordered, so they never race)
-        self._plain_writer = ElementArrays(sizes)
+        self._last_reader = ElementArrays(sizes)  # for the buffer maps' read counts
+        self.state = state
         self.observations = observations
-        self.initialised = {} if initialised is None else initialised
         self.turns = turns  # programs that may wait for each other take turns
         for b in addresses.arguments:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
@@ -166,30 +165,18 @@ class MemoryGuard:
         me = self.launch.linear(self.recorder.program.pid)
         index = offsets + arg.origin
         if not atomic:
-            writer = self._plain_writer[arg.name][index]
+            writer = self.state.plain_writer[arg.name][index]
             foreign = (writer >= 0) & (writer != me)
             if foreign.any():
                 other = self.launch.pid_of(int(writer[foreign][0]))
-                elements = offsets[foreign]
-                self._observe(
-                    "race_read_after_write",
-                    arg.name,
-                    elements,
-                    f"reads {arg.name} elements {describe(elements)} that program "
-                    f"({other[0]},{other[1]},{other[2]}) wrote earlier in this launch; programs of one "
-                    f"launch run in no guaranteed order on the GPU",
+                races.read_after_write(
+                    self.observations, self._site(), arg=arg.name, elements=offsets[foreign], other=other
                 )
-        if arg.name in self.initialised:
-            fresh = ~self.initialised[arg.name][index]
+        initialised = self.state.initialised.get(arg.name)
+        if initialised is not None:
+            fresh = ~initialised[index]
             if fresh.any():
-                elements = offsets[fresh]
-                self._observe(
-                    "uninitialised_read",
-                    arg.name,
-                    elements,
-                    f"reads {arg.name} elements {describe(elements)} before any program wrote them "
-                    f"({arg.name} holds uninitialised memory)",
-                )
+                uninitialised.read(self.observations, self._site(), arg=arg.name, elements=offsets[fresh])
 
     def after_write(
         self,
@@ -205,12 +192,13 @@ class MemoryGuard:
         assert after is not None
         arg, offsets, lanes = found
         index = offsets + arg.origin
-        if arg.name in self.initialised:
-            self.initialised[arg.name][index] = True
+        initialised = self.state.initialised.get(arg.name)
+        if initialised is not None:
+            initialised[index] = True
         if not plain:
             return
         me = self.launch.linear(self.recorder.program.pid)
-        writers = self._plain_writer[arg.name]
+        writers = self.state.plain_writer[arg.name]
         writer = writers[index]
         foreign = (writer >= 0) & (writer != me)
         if foreign.any():
@@ -219,33 +207,21 @@ class MemoryGuard:
             differs = (old != new) & ~(_isnan(old) & _isnan(new))
             if differs.any():
                 other = self.launch.pid_of(int(writer[foreign][differs][0]))
-                elements = offsets[foreign][differs]
-                self._observe(
-                    "race_write",
-                    arg.name,
-                    elements,
-                    f"writes {arg.name} elements {describe(elements)} that program "
-                    f"({other[0]},{other[1]},{other[2]}) also wrote, with a different value; the result "
-                    f"depends on which program the GPU runs last",
+                assert self.observations is not None
+                races.conflicting_write(
+                    self.observations,
+                    self._site(),
+                    arg=arg.name,
+                    elements=offsets[foreign][differs],
+                    other=other,
                 )
         writers[index] = me
 
-    def _observe(self, kind: str, arg: str, elements: np.ndarray, detail: str) -> None:
-        assert self.observations is not None
+    def _site(self) -> Site:
+        """Where the running program is now, for an observation."""
         file, line = self.locate()
-        severity: Severity = "warning" if kind == "race_read_after_write" else "error"
         pid = self.recorder.program.pid
-        self.observations.add(
-            kind,
-            severity,
-            pid,
-            file,
-            line,
-            arg=arg,
-            elements=elements,
-            detail=detail,
-            order=self.launch.linear(pid),
-        )
+        return Site(pid, self.launch.linear(pid), file, line)
 
     def _count(self, arg: BufferArg, offsets: np.ndarray, reads: bool, writes: bool) -> None:
         bmap = self.launch.buffers[arg.name]
@@ -426,26 +402,6 @@ class MemoryGuard:
         hooks = {name: hook for name, hook in hooks.items() if name in originals}
         with patched_methods(builder, hooks):
             yield
-
-
-class ElementArrays(dict[str, np.ndarray]):
-    """Per argument, an int32 per element (-1 to start), made when first used: a launch whose
-    accesses never need per-element state does not pay for it."""
-
-    def __init__(self, sizes: dict[str, int]) -> None:
-        super().__init__()
-        self.sizes = sizes
-        self.aliases: dict[str, str] = {}
-
-    def share(self, name: str, first: str) -> None:
-        """`name` uses `first`'s array (arguments that are the same memory)."""
-        if name != first:
-            self.aliases[name] = first
-
-    def __missing__(self, name: str) -> np.ndarray:
-        first = self.aliases.get(name)
-        made = self[name] = self[first] if first is not None else np.full(self.sizes[name], -1, np.int32)
-        return made
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:

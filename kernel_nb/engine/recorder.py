@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernel_nb import numerics
-from kernel_nb.checks import Observations, describe
+from kernel_nb.checks import Observations, Site, nonfinite
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.rewrite import LocalStatement
-from kernel_nb.trace import Pid, ProgramTrace, Record, Severity, Statement, Summary
+from kernel_nb.trace import Pid, ProgramTrace, Record, Statement, Summary
 
 if TYPE_CHECKING:
     from kernel_nb.options import Options
@@ -134,12 +134,11 @@ class Recorder:
             seen = [frame.nonfinite.get(name, (False, False)) for name in info.operands]
             assert self.observations is not None
             pid = self.program.pid
-            report_origin(
+            statement = self.statements[stmt]
+            nonfinite.origin(
                 self.observations,
-                info,
-                self.statements[stmt],
-                pid,
-                self.order_of(pid),
+                Site(pid, self.order_of(pid), statement.file, statement.line),
+                assignment(info),
                 data,
                 operand_nan=any(n for n, _ in seen),
                 operand_inf=any(i for _, i in seen),
@@ -259,48 +258,6 @@ class FunctionProbe:
             sys.settrace(debugger.trace_dispatch)
 
 
-def report_origin(
-    observations: Observations,
-    info: LocalStatement,
-    statement: Statement,
-    pid: Pid,
-    order: int,
-    value: np.ndarray,
-    *,
-    operand_nan: bool,
-    operand_inf: bool,
-) -> None:
-    """Report a statement as a program's NaN (or Inf) origin, if its operands held none."""
-    row = np.asarray(value, dtype=np.float64).reshape(-1)
-    nan = np.isnan(row)
-    inf = np.isinf(row)
-    if nan.any() and not operand_nan and not observations.seen("nan_origin", pid):
-        lanes = np.flatnonzero(nan)
-        source = (
-            "loads NaN from memory"
-            if info.loads
-            else "becomes NaN here, from operands that hold no NaN"
-            + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf else "")
-        )
-        kind = "nan_origin"
-        severity: Severity = "warning" if info.loads else "error"
-    elif (
-        inf.any()
-        and not (operand_nan or operand_inf or info.makes_inf)
-        and not observations.seen("inf_origin", pid)
-    ):
-        lanes = np.flatnonzero(inf)
-        source = "loads Inf from memory" if info.loads else "overflows to Inf here, from finite operands"
-        kind, severity = "inf_origin", "warning"
-    else:
-        return
-    observations.add(
-        kind,
-        severity,
-        pid,
-        statement.file,
-        statement.line,
-        elements=lanes,
-        detail=f"{info.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
-        order=order,
-    )
+def assignment(info: LocalStatement) -> nonfinite.Assignment:
+    """The facts of a statement that the NaN/Inf origin detector needs."""
+    return nonfinite.Assignment(info.name, info.loads, info.makes_inf)

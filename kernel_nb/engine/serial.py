@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from kernel_nb import checks
 from kernel_nb.checks import Observations
+from kernel_nb.checks.state import AccessState
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BoundArguments
@@ -88,18 +87,19 @@ class SerialRun:
             self.addresses,
             recorder,
             self.locate,
+            state=self._state(),
             update_maps=not self.replay,
             observations=observations,
-            initialised=self._initialised(),
             turns=self.turns,
         )
         return recorder, guard
 
-    def _initialised(self) -> dict[str, np.ndarray]:
-        """Per poisoned buffer, which elements were written (none yet; empty without detection)."""
-        if not self.detect:
-            return {}
-        return {b.name: np.zeros(b.size, bool) for b in self.bound.buffers if b.poisoned}
+    def _state(self, aliases: dict[str, str] | None = None) -> AccessState:
+        """The launch's race and initialisation state: nothing written yet; poisoned buffers are
+        watched only with detection on."""
+        buffers = self.bound.buffers
+        poisoned = [b.name for b in buffers if b.poisoned] if self.detect else []
+        return AccessState({b.name: b.size for b in buffers}, poisoned, aliases=aliases)
 
     def function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` rewritten and bound to this launch (user functions instrumented, Triton's own not)."""

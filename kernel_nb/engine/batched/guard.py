@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.checks import Observations, describe
+from kernel_nb.checks import Observations, Site, uninitialised
+from kernel_nb.checks.state import AccessState
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.access import Access, view_of
@@ -29,13 +30,21 @@ from kernel_nb.trace import EventBlock, Launch, MemoryEvent, TileRows
 _NO_ADDRESS = np.iinfo(np.uint64).max
 
 
-def ranges_apply(addresses: AddressMap, initialised: dict[str, np.ndarray]) -> str | None:
+def ranges_apply(addresses: AddressMap, state: AccessState) -> str | None:
     """Why range bookkeeping cannot serve a launch (None: it can)."""
     if addresses.partial_overlap:
         return "arguments overlap in part"
-    if initialised:
+    if state.initialised:
         return "uninitialised-read detection"
     return None
+
+
+def same_memory(addresses: AddressMap) -> dict[str, str]:
+    """Per argument, the first argument that is the same array (an in-place kernel given x twice):
+    such arguments share their access state, so that one program writing through one name and
+    another reading through the other is seen."""
+    canonical: dict[tuple[int, int, int], str] = {}
+    return {b.name: canonical.setdefault((b.lo, b.hi, b.itemsize), b.name) for b in addresses.buffers}
 
 
 class UndoLog:
@@ -71,27 +80,21 @@ class BatchGuard(MemoryGuard):
         recorder: BatchRecorder,
         locate: Locator,
         *,
-        initialised: dict[str, np.ndarray],
+        state: AccessState,
         precise: bool,
     ) -> None:
         """
         Args:
-            initialised: per poisoned buffer, which elements were written.
+            state: the launch's per-element race and initialisation state, its arrays shared
+                between arguments that are the same memory (`same_memory`).
             precise: keep per-element bookkeeping; otherwise ranges (see batched/intervals).
         """
-        super().__init__(launch, addresses, recorder, locate, initialised=initialised)
+        super().__init__(launch, addresses, recorder, locate, state=state)
         self.precise = precise
-        # arguments that are the same array (an in-place kernel given x twice) share their access
-        # state, so that one program writing through one name and another reading through the
-        # other is seen
-        canonical: dict[tuple[int, int, int], str] = {}
-        for b in self.buffers:
-            key = (b.lo, b.hi, b.itemsize)
-            first = canonical.setdefault(key, b.name)
-            self._plain_writer.share(b.name, first)
+        canonical = same_memory(addresses)
         self.book = IntervalBook(
             self.launch.buffers,
-            {b.name: canonical[(b.lo, b.hi, b.itemsize)] for b in self.buffers},
+            canonical,
             self.launch.grid[0] * self.launch.grid[1] * self.launch.grid[2],
         )
         if precise:
@@ -101,13 +104,12 @@ class BatchGuard(MemoryGuard):
             self._atomic_line: dict[str, np.ndarray] = {}
             self._atomic_writer: dict[str, np.ndarray] = {}
             for b in self.buffers:
-                first = canonical[(b.lo, b.hi, b.itemsize)]
-                if first == b.name:
+                if canonical[b.name] == b.name:
                     self._plain_reader[b.name] = np.full(b.size, -1, np.int32)
                     self._atomic_line[b.name] = np.full(b.size, -1, np.int32)
                     self._atomic_writer[b.name] = np.full(b.size, -1, np.int32)
             for b in self.buffers:
-                first = canonical[(b.lo, b.hi, b.itemsize)]
+                first = canonical[b.name]
                 self._plain_reader[b.name] = self._plain_reader[first]
                 self._atomic_line[b.name] = self._atomic_line[first]
                 self._atomic_writer[b.name] = self._atomic_writer[first]
@@ -427,7 +429,7 @@ class BatchGuard(MemoryGuard):
         for arg, offsets, rows in self._per_argument(addresses, active):
             index = offsets + arg.origin
             me = self._linear_rows(rows)
-            plain = self._plain_writer[arg.name][index]
+            plain = self.state.plain_writer[arg.name][index]
             other_atomic = self._atomic_writer[arg.name][index]
             if ((plain >= 0) & (plain != me)).any() or (
                 not atomic and ((other_atomic >= 0) & (other_atomic != me)).any()
@@ -437,17 +439,15 @@ class BatchGuard(MemoryGuard):
                 readers = self._plain_reader[arg.name]
                 self.undo.remember(readers, index)
                 np.maximum.at(readers, index, me)
-            if arg.name in self.initialised and self.observations is not None:
-                fresh = ~self.initialised[arg.name][index]
+            initialised = self.state.initialised.get(arg.name)
+            if initialised is not None and self.observations is not None:
+                fresh = ~initialised[index]
                 for r in np.unique(rows[fresh]):
-                    elements = offsets[fresh & (rows == r)]
-                    self._observe_row(
-                        int(r),
-                        "uninitialised_read",
-                        arg.name,
-                        elements,
-                        f"reads {arg.name} elements {describe(elements)} before any program wrote them "
-                        f"({arg.name} holds uninitialised memory)",
+                    uninitialised.read(
+                        self.observations,
+                        self._row_site(int(r)),
+                        arg=arg.name,
+                        elements=offsets[fresh & (rows == r)],
                     )
 
     def after_write(
@@ -469,10 +469,11 @@ class BatchGuard(MemoryGuard):
         for arg, offsets, rows in self._per_argument(addresses, active):
             index = offsets + arg.origin
             me = self._linear_rows(rows)
-            if arg.name in self.initialised:
-                self.undo.remember(self.initialised[arg.name], index)
-                self.initialised[arg.name][index] = True
-            writers = self._plain_writer[arg.name]
+            initialised = self.state.initialised.get(arg.name)
+            if initialised is not None:
+                self.undo.remember(initialised, index)
+                initialised[index] = True
+            writers = self.state.plain_writer[arg.name]
             if (self._plain_reader[arg.name][index] > me).any():
                 # a later program already read these elements: run serially, it would see this write
                 raise BatchUnsupported("a program writes what a later program reads")
@@ -528,21 +529,11 @@ class BatchGuard(MemoryGuard):
     def _linear_rows(self, rows: np.ndarray) -> np.ndarray:
         return self._linear[rows]
 
-    def _observe_row(self, row: int, kind: str, arg: str, elements: np.ndarray, detail: str) -> None:
-        assert self.observations is not None
+    def _row_site(self, row: int) -> Site:
+        """Where the program of batch row `row` is now, for an observation."""
         file, line = self.locate()
         pid = self.recorder.batch[self.recorder.full_row(row)]
-        self.observations.add(
-            kind,
-            "error",
-            pid,
-            file,
-            line,
-            arg=arg,
-            elements=elements,
-            detail=detail,
-            order=self.launch.linear(pid),
-        )
+        return Site(pid, self.launch.linear(pid), file, line)
 
     def commit_counts(self) -> None:
         """Add the batch's accesses to the launch's buffer maps (distinct programs per element)."""

@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 
 from kernel_nb import numerics
-from kernel_nb.checks import Observations
+from kernel_nb.checks import Observations, Site, nonfinite
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.tiles import AFFINE
-from kernel_nb.engine.recorder import Recorder, report_origin
+from kernel_nb.engine.recorder import Recorder, assignment
 from kernel_nb.options import Options
 from kernel_nb.trace import (
     Deferred,
@@ -274,7 +274,7 @@ class BatchRecorder(MaskedLoops, Recorder):
             operand_inf = np.logical_or.reduce([np.broadcast_to(i, batch) for _, i in seen] + [none])
             statement = self.statements[stmt]
             assert self.observations is not None
-            # the rows report_origin may report: the others return there without a finding
+            # the rows nonfinite.origin may report: the others return there without a finding
             flagged = has_nan & ~operand_nan
             if not info.makes_inf:
                 flagged |= has_inf & ~(operand_nan | operand_inf)
@@ -282,12 +282,10 @@ class BatchRecorder(MaskedLoops, Recorder):
                 flagged &= active
             for r in np.flatnonzero(flagged):
                 pid = self.batch[r]
-                report_origin(
+                nonfinite.origin(
                     self.observations,
-                    info,
-                    statement,
-                    pid,
-                    self.order_of(pid),
+                    Site(pid, self.order_of(pid), statement.file, statement.line),
+                    assignment(info),
                     rows[r if self.at is None else int(np.searchsorted(self.at, r))],
                     operand_nan=bool(operand_nan[r]),
                     operand_inf=bool(operand_inf[r]),

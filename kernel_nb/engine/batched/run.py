@@ -27,7 +27,7 @@ from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched.builder import BatchedBuilder, BatchUnsupported, Divergence, LoopMask
-from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply
+from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply, same_memory
 from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.language import batched_language, batched_value
 from kernel_nb.engine.batched.recorder import BatchRecorder
@@ -78,8 +78,8 @@ class BatchedRun(SerialRun):
     _progress: tuple[int, int, float] = field(init=False, default=(0, 0, 0.0))
 
     def _parts(self) -> tuple[BatchRecorder, BatchGuard]:
-        initialised = self._initialised()
-        ranges = ranges_apply(self.addresses, initialised)
+        state = self._state(aliases=same_memory(self.addresses))
+        ranges = ranges_apply(self.addresses, state)
         why_precise = self.precise or ranges
         if (
             why_precise is None
@@ -110,7 +110,7 @@ class BatchedRun(SerialRun):
             self.addresses,
             recorder,
             self.locate,
-            initialised=initialised,
+            state=state,
             precise=why_precise is not None,
         )
         return recorder, guard

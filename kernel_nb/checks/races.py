@@ -1,0 +1,48 @@
+"""Races between the programs of one launch: reads of what another program wrote, and writes of
+a different value over another program's write. Programs of a launch run in no guaranteed order
+on the GPU, so either makes the result depend on the schedule. Atomics are ordered and never race.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_nb.checks.describe import describe
+from kernel_nb.checks.observations import Observations, Site
+from kernel_nb.trace import Pid
+
+
+def read_after_write(
+    observations: Observations, site: Site, *, arg: str, elements: np.ndarray, other: Pid
+) -> None:
+    """A plain load of `elements` that program `other` stored earlier in the launch."""
+    observations.add(
+        "race_read_after_write",
+        "warning",
+        site,
+        arg=arg,
+        elements=elements,
+        detail=(
+            f"reads {arg} elements {describe(elements)} that program "
+            f"({other[0]},{other[1]},{other[2]}) wrote earlier in this launch; programs of one "
+            f"launch run in no guaranteed order on the GPU"
+        ),
+    )
+
+
+def conflicting_write(
+    observations: Observations, site: Site, *, arg: str, elements: np.ndarray, other: Pid
+) -> None:
+    """A plain store of `elements` that program `other` also stored, with a different value."""
+    observations.add(
+        "race_write",
+        "error",
+        site,
+        arg=arg,
+        elements=elements,
+        detail=(
+            f"writes {arg} elements {describe(elements)} that program "
+            f"({other[0]},{other[1]},{other[2]}) also wrote, with a different value; the result "
+            f"depends on which program the GPU runs last"
+        ),
+    )

@@ -1,0 +1,32 @@
+"""Elements never written: a grid that stops short, and the grid that covers the buffer."""
+
+import numpy as np
+import triton
+
+from kernel_nb.checks import UncoveredElements
+from tests.engine import kernels as k
+
+
+def test_a_short_grid_and_its_clean_twin(interpret):
+    n = 1000
+    x = np.ones(n, np.float32)
+    with interpret() as session:
+        k.add_kernel[(n // 256,)](x, x, np.zeros(n, np.float32), n, BLOCK=256)
+    launch = session.trace[0]
+    [finding] = launch.findings
+    assert (finding.kind, finding.severity, finding.elements[0]) == ("uncovered", "warning", 768)
+    [again] = UncoveredElements().check(launch)
+    assert again.message == finding.message and again.elements.tolist() == finding.elements.tolist()
+    with interpret() as session:
+        k.add_kernel[(triton.cdiv(n, 256),)](x, x, np.zeros(n, np.float32), n, BLOCK=256)
+    assert session.trace[0].findings == []
+
+
+def test_a_failed_launch_is_not_checked(interpret):
+    n = 1000
+    x = np.ones(n, np.float32)
+    with interpret() as session:
+        k.add_kernel[(n // 256,)](x, x, np.zeros(n, np.float32), n, BLOCK=256)
+    launch = session.trace[0]
+    launch.status = "error"
+    assert UncoveredElements().check(launch) == []
