@@ -174,7 +174,7 @@ def leaves_of(fn: Callable[..., Any], arguments: dict[str, Any]) -> list[ArrayLe
         for name, value in arguments.items()
         if name not in constexprs
         for path, item in walk(name, value)
-        if (leaf := describe(path, item)) is not None
+        if (leaf := leaf_of(path, item)) is not None
     ]
 
 
@@ -200,7 +200,7 @@ def is_descriptor(value: Any) -> bool:
     return descriptor is not None and isinstance(value, descriptor)
 
 
-def describe(path: str, value: Any) -> ArrayLeaf | None:
+def leaf_of(path: str, value: Any) -> ArrayLeaf | None:
     """The leaf of one argument value; None for a value that is not an array.
 
     Raises:
@@ -267,7 +267,7 @@ def host_bytes(lo: int, hi: int) -> np.ndarray:
 
 def _reinterpreted(path: str, wrapper: Any) -> ArrayLeaf:
     """`triton.reinterpret(array, dtype)`: the array's memory, its elements read as `dtype`."""
-    base = describe(f"{path} (reinterpreted)", wrapper.base)
+    base = leaf_of(f"{path} (reinterpreted)", wrapper.base)
     if base is None:
         raise ArgumentError(f"argument {path}: triton.reinterpret of a {type(wrapper.base).__name__}")
     dtype, element = triton_compat.storage_of(wrapper.dtype)
