@@ -1,22 +1,14 @@
 """Kernel arguments → host buffers the interpreter can run on, and back.
 
-Every array argument (numpy, torch CPU/CUDA, CuPy) is copied into a private host buffer; the
-kernel runs on the copies and the copies are written back only when the launch succeeds. Arguments
-whose memory overlaps (an in-place kernel given the same array twice, views of one base) share one
-buffer, so the kernel sees the aliasing it would see on the GPU. Torch and CuPy are used only when
-the caller already imported them.
-
-Why one module: the description of each argument kind
-(numpy, torch, CuPy, triton.reinterpret, descriptors, tuples) and the grouping of overlapping
-arrays into one host buffer both build the `Memory` and `BufferArg` records defined here, and
-`bind` is the one caller of all of it.
+Every array argument (as `engine.arrays` describes it) is copied into a private host buffer; the
+kernel runs on the copies and the copies are written back only when the launch succeeds. Each
+region of overlapping arguments (an in-place kernel given the same array twice, views of one base)
+shares one buffer, so the kernel sees the aliasing it would see on the GPU.
 """
 
 from __future__ import annotations
 
-import ctypes
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import arrays, triton_compat
+from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.poison import PoisonedArray, poison_value
 from kernel_nb.trace import ArgumentInfo
 
@@ -40,7 +33,7 @@ class Memory:
     kernel's pointers point into.
     """
 
-    space: str  # "host", "torch:cuda:0", "cupy:0" ...
+    space: str  # "host", "cuda:0" ...
     lo: int  # caller address range [lo, hi)
     hi: int
     read: Callable[[], np.ndarray]
@@ -119,7 +112,7 @@ class BufferArg:
         return ArgumentInfo(self.name, "buffer", dtype, self.shape, self.strides)
 
 
-class HostPointer:
+class HostPointer(arrays.Pointer):
     """What the kernel receives for an array argument: an address in the host copy and a dtype."""
 
     def __init__(self, arg: BufferArg) -> None:
@@ -128,10 +121,6 @@ class HostPointer:
 
     def data_ptr(self) -> int:
         return self.arg.ptr
-
-
-class ArgumentError(TypeError):
-    """An argument kernel_nb cannot pass to an interpreted kernel."""
 
 
 @dataclass
@@ -184,44 +173,25 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
     Raises:
         ArgumentError: an argument of a kind the interpreter cannot take, or a missing argument.
     """
-    import inspect
-
-    signature = inspect.signature(fn)
-    params = signature.parameters
-    try:
-        bound = signature.bind(*args, **{k: v for k, v in kwargs.items() if k in params})
-    except TypeError as exc:
-        raise ArgumentError(f"{fn.__name__}: {exc}") from None
+    bound = arrays.parameters(fn, args, kwargs)
     bound.apply_defaults()
     constexprs = triton_compat.constexpr_names(fn)
-    regions: list[
-        tuple[str, Any, tuple[str, int, int], Callable[[], np.ndarray], Callable[[np.ndarray], None]]
-    ] = []
-    described: dict[str, tuple[Any, Any]] = {}
-    for name, value in bound.arguments.items():
-        if name in constexprs:
-            continue
-        for path, leaf in _leaves(name, value):
-            array = _describe_array(path, leaf)
-            if array is not None:
-                described[path] = (leaf, array)
-                regions.append((path, leaf, array.region, array.read, array.write))
-    memories = _group(regions)
+    leaves = arrays.leaves_of(fn, bound.arguments)
+    memories, memory_of = _group(leaves)
     buffers: dict[str, BufferArg] = {}
-    for path, (leaf, array) in described.items():
-        space, lo, hi = array.region
-        memory = next(m for m in memories if m.space == space and m.lo <= lo and hi <= m.hi)
-        buffers[path] = BufferArg(
-            name=path,
-            dtype=array.dtype,
-            shape=array.shape,
-            strides=array.strides,
-            offset=array.ptr - memory.lo,
-            span_lo=array.region[1] - memory.lo,
-            span_hi=array.region[2] - memory.lo,
+    for leaf in leaves:
+        memory = memory_of[leaf.name]
+        buffers[leaf.name] = BufferArg(
+            name=leaf.name,
+            dtype=leaf.dtype,
+            shape=leaf.shape,
+            strides=leaf.strides,
+            offset=leaf.ptr - memory.lo,
+            span_lo=leaf.lo - memory.lo,
+            span_hi=leaf.hi - memory.lo,
             memory=memory,
-            poisoned=isinstance(leaf, PoisonedArray),
-            element=array.element,
+            poisoned=isinstance(leaf.value, PoisonedArray),
+            element=leaf.element,
         )
     values: dict[str, Any] = {}
     infos: list[ArgumentInfo] = []
@@ -235,217 +205,26 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return BoundArguments(values, list(buffers.values()), memories, infos, dict(bound.arguments))
 
 
-@dataclass
-class _Array:
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # elements
-    ptr: int
-    region: tuple[str, int, int]  # (space, lo, hi) in the caller's address space
-    read: Callable[[], np.ndarray]
-    write: Callable[[np.ndarray], None]
-    element: Any = None  # see BufferArg.element
-
-
-def _leaves(name: str, value: Any) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, tuple) and not hasattr(value, "data_ptr"):
-        for i, item in enumerate(value):
-            yield from _leaves(f"{name}.{i}", item)
-    else:
-        descriptor = triton_compat.tensor_descriptor_type()
-        if descriptor is not None and isinstance(value, descriptor):
-            yield from _leaves(f"{name}.base", value.base)
-        else:
-            yield name, value
-
-
-def _span(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
-    if any(s == 0 for s in shape):
-        return ptr, ptr
-    lo = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * itemsize
-    hi = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * itemsize + itemsize
-    return lo, hi
-
-
-def _host_region(lo: int, hi: int) -> tuple[Callable[[], np.ndarray], Callable[[np.ndarray], None]]:
-    def view() -> np.ndarray:
-        if hi == lo:
-            return np.empty(0, np.uint8)
-        return np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
-
-    def read() -> np.ndarray:
-        return view()  # the caller copies it into the arena
-
-    def write(data: np.ndarray) -> None:
-        target = view()
-        changed = target != data
-        if changed.any():  # a read-only input stays untouched
-            target[changed] = data[changed]
-
-    return read, write
-
-
-def _describe_array(path: str, value: Any) -> _Array | None:
-    if isinstance(value, triton_compat.TENSOR_WRAPPER):
-        return _describe_reinterpreted(path, value)
-    if isinstance(value, np.ndarray):
-        dtype = value.dtype
-        if dtype.name not in triton_compat.TL_DTYPES:
-            raise ArgumentError(f"argument {path}: numpy dtype {dtype} has no Triton equivalent")
-        strides = tuple(s // dtype.itemsize for s in value.strides)
-        if any(s % dtype.itemsize for s in value.strides):
-            raise ArgumentError(
-                f"argument {path}: strides {value.strides} are not multiples of the item size"
-            )
-        ptr = int(value.ctypes.data)
-        lo, hi = _span(ptr, value.shape, strides, dtype.itemsize)
-        read, write = _host_region(lo, hi)
-        return _Array(dtype, value.shape, strides, ptr, ("host", lo, hi), read, write)
-    module = type(value).__module__.split(".")[0]
-    if module == "torch" and "torch" in sys.modules:
-        return _describe_torch(path, value)
-    if module == "cupy" and "cupy" in sys.modules:
-        return _describe_cupy(path, value)
-    if hasattr(value, "data_ptr") and not isinstance(value, HostPointer):
-        raise ArgumentError(
-            f"argument {path}: {type(value).__name__} is not supported; pass a numpy array, a torch tensor or a CuPy array"
-        )
-    return None
-
-
-def _describe_reinterpreted(path: str, wrapper: Any) -> _Array:
-    """`triton.reinterpret(array, dtype)`: the array's memory, its elements read as `dtype`."""
-    base = _describe_array(f"{path} (reinterpreted)", wrapper.base)
-    if base is None:
-        raise ArgumentError(f"argument {path}: triton.reinterpret of a {type(wrapper.base).__name__}")
-    dtype, element = triton_compat.storage_of(wrapper.dtype)
-    if dtype is None:
-        raise ArgumentError(
-            f"argument {path}: triton.reinterpret as {wrapper.dtype}, which is not an element type"
-        )
-    shape, strides = base.shape, base.strides
-    if dtype.itemsize != base.dtype.itemsize:
-        # the same bytes counted in elements of the new size, as the compiled kernel's pointer counts them
-        nbytes = base.region[2] - base.region[1]
-        contiguous = strides == _contiguous_strides(shape)
-        if not contiguous or nbytes % dtype.itemsize:
-            raise ArgumentError(
-                f"argument {path}: triton.reinterpret from {base.dtype} to {wrapper.dtype} changes the element "
-                "size of a non-contiguous array"
-            )
-        shape, strides = (nbytes // dtype.itemsize,), (1,)
-    return _Array(dtype, shape, strides, base.ptr, base.region, base.read, base.write, element)
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
-
-
-def _describe_torch(path: str, t: Any) -> _Array:
-    import torch
-
-    dtype = torch_dtype(path, t.dtype)
-    shape, strides = tuple(t.shape), tuple(t.stride())
-    ptr = int(t.data_ptr())
-    lo, hi = _span(ptr, shape, strides, dtype.itemsize)
-    if t.device.type == "cpu":
-        read, write = _host_region(lo, hi)
-        return _Array(dtype, shape, strides, ptr, ("host", lo, hi), read, write)
-    storage = t.untyped_storage()
-    base = int(storage.data_ptr())
-    nbytes = int(storage.nbytes())
-    whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (nbytes,), (1,))
-
-    def read_device() -> np.ndarray:
-        return whole[lo - base : hi - base].cpu().numpy().copy()
-
-    def write_device(data: np.ndarray) -> None:
-        whole[lo - base : hi - base].copy_(torch.from_numpy(np.ascontiguousarray(data)))
-
-    return _Array(dtype, shape, strides, ptr, (f"torch:{t.device}", lo, hi), read_device, write_device)
-
-
-def _describe_cupy(path: str, a: Any) -> _Array:
-    import cupy
-
-    dtype = np.dtype(a.dtype)
-    strides = tuple(s // dtype.itemsize for s in a.strides)
-    ptr = int(a.data.ptr)
-    lo, hi = _span(ptr, tuple(a.shape), strides, dtype.itemsize)
-    device = a.device.id
-
-    def read() -> np.ndarray:
-        out = np.empty(hi - lo, np.uint8)
-        if hi > lo:
-            with cupy.cuda.Device(device):
-                cupy.cuda.runtime.memcpy(out.ctypes.data, lo, hi - lo, cupy.cuda.runtime.memcpyDeviceToHost)
-        return out
-
-    def write(data: np.ndarray) -> None:
-        data = np.ascontiguousarray(data)
-        if hi > lo:
-            with cupy.cuda.Device(device):
-                cupy.cuda.runtime.memcpy(lo, data.ctypes.data, hi - lo, cupy.cuda.runtime.memcpyHostToDevice)
-
-    return _Array(dtype, tuple(a.shape), strides, ptr, (f"cupy:{device}", lo, hi), read, write)
-
-
-def torch_dtype(path: str, dtype: Any) -> np.dtype:
-    """The numpy dtype (ml_dtypes for bf16/fp8) of a torch dtype.
-
-    Raises:
-        ArgumentError: a dtype Triton has no equivalent of.
-    """
-    import ml_dtypes
-
-    name = str(dtype).removeprefix("torch.")
-    special = {
-        "bfloat16": ml_dtypes.bfloat16,
-        "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-        "float8_e5m2": ml_dtypes.float8_e5m2,
-        "bool": np.bool_,
-    }
-    try:
-        return np.dtype(special.get(name, name))
-    except TypeError:
-        raise ArgumentError(f"argument {path}: torch dtype {dtype} has no Triton equivalent") from None
-
-
-def _group(regions: list[tuple[str, Any, tuple[str, int, int], Any, Any]]) -> list[Memory]:
-    """Merge overlapping caller regions into one Memory each and copy them to the host.
+def _group(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str, Memory]]:
+    """Give each region of overlapping leaves one Memory and copy it to the host.
 
     The copies are laid out in one arena, in argument order, each followed by a gap at least its own
     size: a pointer that runs past the end of an array lands next to that array (the guard names it),
     and the layout, hence every address-derived record, is the same from run to run.
     """
-    by_space: dict[str, list[tuple[int, int, Any, Any, int]]] = {}
-    for rank, (_path, _leaf, (space, lo, hi), read, write) in enumerate(regions):
-        by_space.setdefault(space, []).append((lo, hi, read, write, rank))
-    groups: list[tuple[int, str, int, int, list[tuple[int, int, Any, Any]]]] = []
-    for space, spans in by_space.items():
-        spans.sort(key=lambda s: s[0])
-        merged: list[list[Any]] = []
-        for lo, hi, read, write, rank in spans:
-            if merged and lo < merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], hi)
-                merged[-1][2].append((lo, hi, read, write))
-                merged[-1][3] = min(merged[-1][3], rank)
-            else:
-                merged.append([lo, hi, [(lo, hi, read, write)], rank])
-        groups.extend((rank, space, lo, hi, members) for lo, hi, members, rank in merged)
-    groups.sort(key=lambda g: g[0])
-    slots = [_align(hi - lo) + max(_align(hi - lo), _MIN_GAP) for _, _, lo, hi, _ in groups]
+    rank = {id(leaf): i for i, leaf in enumerate(leaves)}
+    groups = sorted(arrays.regions(leaves), key=lambda r: min(rank[id(leaf)] for leaf in r.leaves))
+    slots = [_align(r.hi - r.lo) + max(_align(r.hi - r.lo), _MIN_GAP) for r in groups]
     arena = np.zeros(sum(slots) + 64, np.uint8)  # untouched gap pages are never committed
     offset = (-arena.ctypes.data) % 64
     memories = []
-    for (_, space, lo, hi, members), slot in zip(groups, slots):
-        memories.append(_memory(space, lo, hi, members, arena[offset : offset + (hi - lo)]))
+    memory_of: dict[str, Memory] = {}
+    for region, slot in zip(groups, slots):
+        memory = _memory(region, arena[offset : offset + (region.hi - region.lo)])
+        memories.append(memory)
+        memory_of.update((leaf.name, memory) for leaf in region.leaves)
         offset += slot
-    return memories
+    return memories, memory_of
 
 
 _MIN_GAP = 4096
@@ -455,27 +234,74 @@ def _align(n: int) -> int:
     return (n + 63) // 64 * 64
 
 
-def _memory(
-    space: str, lo: int, hi: int, members: list[tuple[int, int, Any, Any]], copy: np.ndarray
-) -> Memory:
+def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
+    members = region.leaves
     if len(members) == 1:
-        read, write = members[0][2], members[0][3]
-    elif space == "host":
-        read, write = _host_region(lo, hi)
+        read, write = _access(members[0])
+    elif region.space == "host":
+        read, write = _host_access(region.lo, region.hi)
     else:
+        lo, hi = region.lo, region.hi
+        accesses = [(m.lo, m.hi, *_access(m)) for m in members]
+
         # several device views of one allocation: read each member into its place, write each back
         def read() -> np.ndarray:
             out = np.zeros(hi - lo, np.uint8)
-            for m_lo, m_hi, m_read, _ in members:
+            for m_lo, m_hi, m_read, _ in accesses:
                 out[m_lo - lo : m_hi - lo] = m_read()
             return out
 
         def write(data: np.ndarray) -> None:
-            for m_lo, m_hi, _, m_write in members:
+            for m_lo, m_hi, _, m_write in accesses:
                 m_write(data[m_lo - lo : m_hi - lo])
 
     copy[...] = read()
-    return Memory(space, lo, hi, read, write, copy)
+    return Memory(region.space, region.lo, region.hi, read, write, copy)
+
+
+Access = tuple[Callable[[], np.ndarray], Callable[[np.ndarray], None]]
+
+
+def _access(leaf: arrays.ArrayLeaf) -> Access:
+    """How to read a leaf's span of caller memory and write it back."""
+    if leaf.space == "host":
+        return _host_access(leaf.lo, leaf.hi)
+    if leaf.library == "torch":
+        return _torch_device_access(leaf)
+    region = arrays.Region(leaf.space, leaf.lo, leaf.hi, [leaf])
+    return region.read, region.write
+
+
+def _host_access(lo: int, hi: int) -> Access:
+    def read() -> np.ndarray:
+        return arrays.host_bytes(lo, hi)  # the caller copies it into the arena
+
+    def write(data: np.ndarray) -> None:
+        target = arrays.host_bytes(lo, hi)
+        changed = target != data
+        if changed.any():  # a read-only input stays untouched
+            target[changed] = data[changed]
+
+    return read, write
+
+
+def _torch_device_access(leaf: arrays.ArrayLeaf) -> Access:
+    """A torch CUDA tensor's span, through torch (CuPy may not be there)."""
+    import torch
+
+    storage = leaf.array.untyped_storage()
+    base = int(storage.data_ptr())
+    nbytes = int(storage.nbytes())
+    whole = torch.empty(0, dtype=torch.uint8, device=leaf.array.device).set_(storage, 0, (nbytes,), (1,))
+    lo, hi = leaf.lo - base, leaf.hi - base
+
+    def read() -> np.ndarray:
+        return whole[lo:hi].cpu().numpy().copy()
+
+    def write(data: np.ndarray) -> None:
+        whole[lo:hi].copy_(torch.from_numpy(np.ascontiguousarray(data)))
+
+    return read, write
 
 
 def _convert(name: str, value: Any, buffers: dict[str, BufferArg]) -> Any:
@@ -486,12 +312,12 @@ def _convert(name: str, value: Any, buffers: dict[str, BufferArg]) -> Any:
         return None
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         return triton_compat.scalar_tensor(value.item() if isinstance(value, np.generic) else value)
-    if isinstance(value, tuple) and not hasattr(value, "data_ptr"):
+    if arrays.is_tuple(value):
         return triton_compat.make_tuple(
             value, (_convert(f"{name}.{i}", item, buffers) for i, item in enumerate(value))
         )
-    descriptor = triton_compat.tensor_descriptor_type()
-    if descriptor is not None and isinstance(value, descriptor):
+    if arrays.is_descriptor(value):
+        descriptor = triton_compat.tensor_descriptor_type()
         base = buffers[f"{name}.base"]
         host = descriptor(
             HostPointer(base), value.shape, value.strides, value.block_shape, *_descriptor_extra(value)

@@ -1,0 +1,334 @@
+"""A launch's array arguments, described once for the interpreter and for the GPU.
+
+Every array a kernel receives (a numpy array, a torch CPU or CUDA tensor, a CuPy array, each of
+them also as a tuple element, a named-tuple field, a tensor descriptor's base or the memory of
+`triton.reinterpret`) becomes one `ArrayLeaf`: its name as `Launch.buffers` names it, its element
+type, shape, strides and the bytes it spans in the caller's memory. `regions` groups the leaves
+whose bytes overlap, so that both the interpreter's host copies and the GPU's staged copies give
+the kernel the aliasing it would see on the device. Torch and CuPy are used only when the caller
+already imported them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernel_nb.engine import triton_compat
+from kernel_nb.numerics import NUMPY_TYPES
+
+# torch dtype name → numpy type. torch's fnuz fp8 types (fp8e4b8, fp8e5b16) are not taken: the
+# interpreter has never accepted torch tensors of them.
+TORCH_TYPES: dict[str, type] = {
+    np.dtype(numpy_type).name: numpy_type
+    for name, numpy_type in NUMPY_TYPES.items()
+    if name not in ("fp8e4b8", "fp8e5b16")
+}
+
+
+class ArgumentError(TypeError):
+    """An argument kernel_nb cannot pass to a kernel."""
+
+
+class Pointer:
+    """What a kernel receives in place of an array: an address and a dtype.
+
+    A pointer is already an argument as a launch passes it on, not an array to describe again.
+    """
+
+    dtype: Any
+
+    def data_ptr(self) -> int:
+        raise NotImplementedError
+
+
+@dataclass(eq=False)
+class ArrayLeaf:
+    """One array argument (a tuple element or a descriptor's base counts as one).
+
+    Attributes:
+        name: the kernel parameter, with ".i" for tuple elements and ".base" for descriptors,
+            as the interpreter's `Launch.buffers` names it.
+        dtype: numpy element dtype (ml_dtypes for bf16/fp8).
+        shape, strides: in elements.
+        ptr: address of element 0 in the caller's memory.
+        lo, hi: the byte range the elements span.
+        space: the address space of that memory: "host" or "cuda:N".
+        library: whose array holds it: "numpy", "torch" or "cupy".
+        value: what the caller passed (the `triton.reinterpret` wrapper, for one).
+        array: the numpy, torch or CuPy array whose memory it is.
+        element: the Triton element type where `dtype` is only its storage (fp8e4b15, which numpy
+            cannot name); None otherwise.
+    """
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    ptr: int
+    lo: int
+    hi: int
+    space: str
+    library: str
+    value: Any
+    array: Any
+    element: Any = None
+
+    @property
+    def device(self) -> int | None:
+        return None if self.space == "host" else int(self.space.split(":")[1])
+
+    @property
+    def pointer_type(self) -> Any:
+        """The element type a compiled kernel's pointer to this leaf gets: a reinterpreted leaf's
+        Triton type, else the numpy dtype."""
+        if isinstance(self.value, triton_compat.TENSOR_WRAPPER):
+            return self.element or self.value.dtype
+        return self.dtype
+
+
+@dataclass(eq=False)
+class Region:
+    """A stretch of the caller's memory covered by one or more overlapping leaves."""
+
+    space: str
+    lo: int
+    hi: int
+    leaves: list[ArrayLeaf] = field(default_factory=list)
+
+    @property
+    def device(self) -> int | None:
+        return None if self.space == "host" else int(self.space.split(":")[1])
+
+    def read(self) -> np.ndarray:
+        """A copy of the region's bytes."""
+        out = np.empty(self.hi - self.lo, np.uint8)
+        if self.hi == self.lo:
+            return out
+        if self.device is None:
+            out[...] = host_bytes(self.lo, self.hi)
+        else:
+            _memcpy(self.device, out.ctypes.data, self.lo, out.nbytes, to_host=True)
+        return out
+
+    def write(self, data: np.ndarray) -> None:
+        """Put bytes back; in host memory only those that differ, so a read-only input stays untouched."""
+        data = np.ascontiguousarray(data).view(np.uint8)
+        if self.hi == self.lo:
+            return
+        if self.device is None:
+            target = host_bytes(self.lo, self.hi)
+            changed = target != data
+            if changed.any():
+                target[changed] = data[changed]
+        else:
+            _memcpy(self.device, self.lo, data.ctypes.data, data.nbytes, to_host=False)
+
+    def span(self, leaf: ArrayLeaf, data: np.ndarray) -> np.ndarray:
+        """A leaf's elements within bytes of this region, as a 1-D array of its dtype."""
+        return data[leaf.lo - self.lo : leaf.hi - self.lo].view(leaf.dtype)
+
+
+def parameters(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> inspect.BoundArguments:
+    """The caller's arguments bound to the kernel's parameters (launch options that are not
+    parameters, such as num_warps, left out).
+
+    Raises:
+        ArgumentError: the arguments do not fit the parameters.
+    """
+    signature = inspect.signature(fn)
+    params = signature.parameters
+    try:
+        return signature.bind(*args, **{k: v for k, v in kwargs.items() if k in params})
+    except TypeError as exc:
+        raise ArgumentError(f"{fn.__name__}: {exc}") from None
+
+
+def leaves(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[ArrayLeaf]:
+    """Every array among a launch's arguments, in parameter order.
+
+    Raises:
+        ArgumentError: the arguments do not fit the parameters, or an array of a kind or dtype
+            kernel_nb cannot pass.
+    """
+    return leaves_of(fn, parameters(fn, args, kwargs).arguments)
+
+
+def leaves_of(fn: Callable[..., Any], arguments: dict[str, Any]) -> list[ArrayLeaf]:
+    """Every array among bound arguments (constexpr parameters skipped), in parameter order.
+
+    Raises:
+        ArgumentError: an array of a kind or dtype kernel_nb cannot pass.
+    """
+    constexprs = triton_compat.constexpr_names(fn)
+    return [
+        leaf
+        for name, value in arguments.items()
+        if name not in constexprs
+        for path, item in walk(name, value)
+        if (leaf := leaf_of(path, item)) is not None
+    ]
+
+
+def walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """(path, value) for every leaf of an argument: tuple elements as "name.i", a descriptor's base
+    as "name.base"."""
+    if is_tuple(value):
+        for i, item in enumerate(value):
+            yield from walk(f"{name}.{i}", item)
+    elif is_descriptor(value):
+        yield from walk(f"{name}.base", value.base)
+    else:
+        yield name, value
+
+
+def is_tuple(value: Any) -> bool:
+    """A tuple of arguments (named tuples included), not an array that happens to be a tuple."""
+    return isinstance(value, tuple) and not hasattr(value, "data_ptr")
+
+
+def is_descriptor(value: Any) -> bool:
+    descriptor = triton_compat.tensor_descriptor_type()
+    return descriptor is not None and isinstance(value, descriptor)
+
+
+def leaf_of(path: str, value: Any) -> ArrayLeaf | None:
+    """The leaf of one argument value; None for a value that is not an array.
+
+    Raises:
+        ArgumentError: an array of a kind or dtype kernel_nb cannot pass.
+    """
+    if isinstance(value, triton_compat.TENSOR_WRAPPER):
+        return _reinterpreted(path, value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.name not in triton_compat.TL_DTYPES:
+            raise ArgumentError(f"argument {path}: numpy dtype {value.dtype} has no Triton equivalent")
+        return _leaf(
+            path, value, value.dtype, value.shape, value.strides, int(value.ctypes.data), "host", "numpy"
+        )
+    module = type(value).__module__.split(".")[0]
+    if module == "torch" and "torch" in sys.modules:
+        dtype = torch_dtype(path, value.dtype)
+        strides = tuple(s * dtype.itemsize for s in value.stride())
+        space = "host" if value.device.type == "cpu" else f"cuda:{value.device.index or 0}"
+        return _leaf(path, value, dtype, tuple(value.shape), strides, int(value.data_ptr()), space, "torch")
+    if module == "cupy" and "cupy" in sys.modules:
+        dtype = np.dtype(value.dtype)
+        if dtype.name not in triton_compat.TL_DTYPES:
+            raise ArgumentError(f"argument {path}: CuPy dtype {dtype} has no Triton equivalent")
+        space = f"cuda:{value.device.id}"
+        return _leaf(path, value, dtype, value.shape, value.strides, int(value.data.ptr), space, "cupy")
+    if hasattr(value, "data_ptr") and not isinstance(value, Pointer):
+        raise ArgumentError(
+            f"argument {path}: {type(value).__name__} is not supported; pass a numpy array, a torch tensor or a CuPy array"
+        )
+    return None
+
+
+def torch_dtype(path: str, dtype: Any) -> np.dtype:
+    """The numpy dtype (ml_dtypes for bf16/fp8) of a torch dtype.
+
+    Raises:
+        ArgumentError: a dtype Triton has no equivalent of.
+    """
+    name = str(dtype).removeprefix("torch.")
+    if name not in TORCH_TYPES:
+        raise ArgumentError(f"argument {path}: torch dtype {dtype} has no Triton equivalent")
+    return np.dtype(TORCH_TYPES[name])
+
+
+def regions(described: list[ArrayLeaf]) -> list[Region]:
+    """Group leaves whose bytes overlap within one address space, ordered by space and address."""
+    out: list[Region] = []
+    for leaf in sorted(described, key=lambda leaf: (leaf.space, leaf.lo)):
+        last = out[-1] if out else None
+        if last is not None and last.space == leaf.space and leaf.lo < last.hi:
+            last.hi = max(last.hi, leaf.hi)
+            last.leaves.append(leaf)
+        else:
+            out.append(Region(leaf.space, leaf.lo, leaf.hi, [leaf]))
+    return out
+
+
+def host_bytes(lo: int, hi: int) -> np.ndarray:
+    """The host memory [lo, hi) as a writable uint8 array (no copy)."""
+    if hi == lo:
+        return np.empty(0, np.uint8)
+    return np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
+
+
+def _reinterpreted(path: str, wrapper: Any) -> ArrayLeaf:
+    """`triton.reinterpret(array, dtype)`: the array's memory, its elements read as `dtype`."""
+    base = leaf_of(f"{path} (reinterpreted)", wrapper.base)
+    if base is None:
+        raise ArgumentError(f"argument {path}: triton.reinterpret of a {type(wrapper.base).__name__}")
+    dtype, element = triton_compat.storage_of(wrapper.dtype)
+    if dtype is None:
+        raise ArgumentError(
+            f"argument {path}: triton.reinterpret as {wrapper.dtype}, which is not an element type"
+        )
+    shape, strides = base.shape, base.strides
+    if dtype.itemsize != base.dtype.itemsize:
+        # the same bytes counted in elements of the new size, as the compiled kernel's pointer counts them
+        nbytes = base.hi - base.lo
+        if strides != _contiguous_strides(shape) or nbytes % dtype.itemsize:
+            raise ArgumentError(
+                f"argument {path}: triton.reinterpret from {base.dtype} to {wrapper.dtype} changes the element "
+                "size of a non-contiguous array"
+            )
+        shape, strides = (nbytes // dtype.itemsize,), (1,)
+    return ArrayLeaf(
+        path,
+        dtype,
+        shape,
+        strides,
+        base.ptr,
+        base.lo,
+        base.hi,
+        base.space,
+        base.library,
+        wrapper,
+        base.array,
+        element,
+    )
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _leaf(
+    path: str, value: Any, dtype: np.dtype, shape: Any, byte_strides: Any, ptr: int, space: str, library: str
+) -> ArrayLeaf:
+    if any(s % dtype.itemsize for s in byte_strides):
+        raise ArgumentError(
+            f"argument {path}: strides {tuple(byte_strides)} are not multiples of the item size"
+        )
+    shape = tuple(int(n) for n in shape)
+    strides = tuple(int(s) // dtype.itemsize for s in byte_strides)
+    if any(n == 0 for n in shape):
+        lo = hi = ptr
+    else:
+        lo = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * dtype.itemsize
+        hi = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * dtype.itemsize + dtype.itemsize
+    return ArrayLeaf(path, dtype, shape, strides, ptr, lo, hi, space, library, value, value)
+
+
+def _memcpy(device: int, dst: int, src: int, nbytes: int, *, to_host: bool) -> None:
+    import cupy
+
+    kind = cupy.cuda.runtime.memcpyDeviceToHost if to_host else cupy.cuda.runtime.memcpyHostToDevice
+    with cupy.cuda.Device(device):
+        cupy.cuda.runtime.memcpy(dst, src, nbytes, kind)
