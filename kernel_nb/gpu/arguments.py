@@ -57,6 +57,14 @@ class Arguments:
     extra: dict[str, Any]  # launch options that are not parameters (num_warps, ...)
     leaves: list[ArrayLeaf]
     regions: list[Region]
+    kernel: str = "kernel"
+
+    def meta(self) -> dict[str, Any]:
+        """The arguments by name as Triton gives them to a grid callable: defaults filled in, launch
+        options (num_warps, ...) beside them."""
+        filled = inspect.BoundArguments(self.bound.signature, self.bound.arguments.copy())
+        filled.apply_defaults()
+        return {**filled.arguments, **self.extra}
 
     def region_of(self, leaf: ArrayLeaf) -> Region:
         return next(r for r in self.regions if leaf in r.leaves)
@@ -90,7 +98,7 @@ def describe(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     params = inspect.signature(fn).parameters
     leaves = arrays.leaves_of(fn, bound.arguments)
     extra = {k: v for k, v in kwargs.items() if k not in params}
-    return Arguments(bound, extra, leaves, arrays.regions(leaves))
+    return Arguments(bound, extra, leaves, arrays.regions(leaves), fn.__name__)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from kernel_nb.compare import Probe, compare_program, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, DevicePointer, Staged, describe, stage
+from kernel_nb.gpu.grid import resolve_grid
 from kernel_nb.gpu.instrument import PROBE, ProbedKernel, ProgramLog, instrument, read_log
 from kernel_nb.gpu.runner import GpuLaunchError, RunFunction
 from kernel_nb.numerics import numpy_dtype
@@ -65,6 +66,7 @@ def run_probed(
     """
     fn = triton_compat.innermost_jit(probed.original).fn
     arguments = describe(fn, args, kwargs)
+    sizes = resolve_grid(fn.__name__, grid, arguments.meta())
     started = time.perf_counter()
     with gpu_device.device_scope(device) as cupy:
         staged = stage(arguments, device)
@@ -72,7 +74,7 @@ def run_probed(
         probe = DevicePointer(int(buffer.data.ptr), np.dtype(np.uint8), buffer)
         try:
             compiled = run(
-                probed.kernel, *staged.args, grid=grid, warmup=False, **{**staged.kwargs, PROBE: probe}
+                probed.kernel, *staged.args, grid=sizes, warmup=False, **{**staged.kwargs, PROBE: probe}
             )
             cupy.cuda.runtime.deviceSynchronize()
         except gpu_device.GpuUnavailableError:

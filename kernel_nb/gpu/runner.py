@@ -14,6 +14,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import describe, stage
 from kernel_nb.gpu.compile import artifacts_of
+from kernel_nb.gpu.grid import resolve_grid
 from kernel_nb.trace import Artifacts
 
 # JITFunction.run as Triton defines it: run(kernel, *args, grid=..., warmup=..., **kwargs)
@@ -113,17 +114,19 @@ def launch_on_gpu(
         run: Triton's own `JITFunction.run` (the session replaces the class attribute).
 
     Raises:
+        GridError: a grid CUDA cannot launch.
         GpuUnavailableError: no usable GPU.
         GpuLaunchError: Triton or the device failed; host arrays are unchanged.
     """
     fn = triton_compat.innermost_jit(kernel).fn
     arguments = describe(fn, args, kwargs)
+    sizes = resolve_grid(fn.__name__, grid, arguments.meta())
     started = time.perf_counter()
     with gpu_device.device_scope(device) as cupy:
         name = gpu_device.describe(device)
         staged = stage(arguments, device)
         try:
-            compiled = run(kernel, *staged.args, grid=grid, warmup=False, **staged.kwargs)
+            compiled = run(kernel, *staged.args, grid=sizes, warmup=False, **staged.kwargs)
             cupy.cuda.runtime.deviceSynchronize()
         except gpu_device.GpuUnavailableError:
             raise
@@ -138,17 +141,4 @@ def launch_on_gpu(
     artifacts = (
         artifacts_of(compiled, sass=sass) if compiled is not None and hasattr(compiled, "asm") else None
     )
-    return GpuLaunch(index, fn.__name__, _grid_of(grid, arguments), name, duration, artifacts)
-
-
-def _grid_of(grid: Any, arguments: Any) -> tuple[int, int, int] | None:
-    try:
-        if callable(grid):
-            meta = {k: triton_compat.unwrap_constexpr(v) for k, v in arguments.bound.arguments.items()}
-            grid = grid({**meta, **arguments.extra})
-        if isinstance(grid, int):
-            grid = (grid,)
-        dims = [int(g) for g in grid] + [1, 1, 1]
-        return (dims[0], dims[1], dims[2])
-    except Exception:  # a grid callable that wants more than the arguments: shown as unknown
-        return None
+    return GpuLaunch(index, fn.__name__, sizes, name, duration, artifacts)

@@ -25,6 +25,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
 from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
+from kernel_nb.gpu.grid import check_pids, resolve_grid
 from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
@@ -137,17 +138,23 @@ class GpuSession(Session):
                 kernel, args, kwargs, self._target(), sass=self.gpu_options.sass
             )
             return None
+        arguments = describe(triton_compat.innermost_jit(kernel).fn, args, kwargs)
+        # the GPU's grid rules and a selection outside the grid fail here, before the interpreter runs
+        sizes = resolve_grid(arguments.kernel, grid, arguments.meta())
+        if selected:
+            check_pids(arguments.kernel, self.options.pids, sizes)
         if mode == "gpu" or not selected:
             self.gpu.launches.append(
                 self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
             )
             return None
-        self._compare(kernel, grid, args, kwargs)
+        self._compare(arguments, kernel, grid, args, kwargs)
         return None
 
-    def _compare(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _compare(
+        self, arguments: Arguments, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
         """Interpret, restore the inputs, run compiled, compare; leave the kept side's results."""
-        arguments = describe(triton_compat.innermost_jit(kernel).fn, args, kwargs)
         before = arguments.snapshot()
         launch = self._interpret(kernel, grid, args, kwargs)
         cpu = arguments.snapshot()
