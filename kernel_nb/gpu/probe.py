@@ -62,13 +62,14 @@ def run_probed(
 
     Raises:
         GpuUnavailableError: no usable GPU.
+        CudaContextLost: a sticky CUDA error, from this launch or an earlier one.
         GpuLaunchError: the variant did not compile or its launch failed.
     """
     fn = triton_compat.innermost_jit(probed.original).fn
     arguments = describe(fn, args, kwargs)
     sizes = resolve_grid(fn.__name__, grid, arguments.meta())
     started = time.perf_counter()
-    with gpu_device.device_scope(device) as cupy:
+    with gpu_device.device_scope(device, fn.__name__) as cupy:
         staged = stage(arguments, device)
         buffer = cupy.zeros(probed.layout.total_bytes, dtype=cupy.uint8)
         probe = DevicePointer(int(buffer.data.ptr), np.dtype(np.uint8), buffer)
@@ -76,7 +77,7 @@ def run_probed(
             compiled = run(
                 probed.kernel, *staged.args, grid=sizes, warmup=False, **{**staged.kwargs, PROBE: probe}
             )
-            cupy.cuda.runtime.deviceSynchronize()
+            gpu_device.wait(cupy)
         except gpu_device.GpuUnavailableError:
             raise
         except Exception as exc:

@@ -116,18 +116,19 @@ def launch_on_gpu(
     Raises:
         GridError: a grid CUDA cannot launch.
         GpuUnavailableError: no usable GPU.
+        CudaContextLost: a sticky CUDA error, from this launch or an earlier one.
         GpuLaunchError: Triton or the device failed; host arrays are unchanged.
     """
     fn = triton_compat.innermost_jit(kernel).fn
     arguments = describe(fn, args, kwargs)
     sizes = resolve_grid(fn.__name__, grid, arguments.meta())
     started = time.perf_counter()
-    with gpu_device.device_scope(device) as cupy:
+    with gpu_device.device_scope(device, fn.__name__) as cupy:
         name = gpu_device.describe(device)
         staged = stage(arguments, device)
         try:
             compiled = run(kernel, *staged.args, grid=sizes, warmup=False, **staged.kwargs)
-            cupy.cuda.runtime.deviceSynchronize()
+            gpu_device.wait(cupy)
         except gpu_device.GpuUnavailableError:
             raise
         except Exception as exc:
