@@ -204,7 +204,8 @@ def probe_driver() -> Driver | Missing:
     status = library.cuInit(0)
     if status == _CUDA_ERROR_NO_DEVICE:
         return _no_gpu(driver_seen=True)
-    if status != 0:
+    # a sticky status is a lost context, not a driver that does not start: the launch says so
+    if status != 0 and status not in STICKY_ERRORS:
         return Missing(
             "driver",
             f"the CUDA driver does not start ({_driver_error(library, status)}): check the NVIDIA driver "

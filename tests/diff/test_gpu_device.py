@@ -10,7 +10,7 @@ import kernel_nb.gpu.device as gpu_device
 from kernel_nb.engine import triton_compat
 from tests.engine import kernels as k
 from tests.gpu import fake_cupy
-from tests.machine import FakeMachine, has_nvidia_gpu
+from tests.machine import FakeDriver, FakeMachine, has_nvidia_gpu
 
 INSTEAD = (
     "%%tkernel interpret runs the same cell on the CPU, and %%tkernel interpret --ir also shows the "
@@ -245,6 +245,8 @@ def test_a_lost_context_is_not_taken_for_a_missing_piece(monkeypatch, tmp_path):
 
     monkeypatch.setattr(runtime, "getDeviceCount", lost)
     assert gpu_device.find_missing() is None  # the launch says what happened, naming its kernel
+    monkeypatch.setattr(FakeDriver, "cuInit", lambda self, flags: fake_cupy.ILLEGAL_ADDRESS[0])
+    assert gpu_device.find_missing() is None
 
     def mismatched():
         raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
