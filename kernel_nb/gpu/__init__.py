@@ -21,7 +21,8 @@ Nothing here imports Jupyter, and CuPy is imported only when a device is asked f
 """
 
 from kernel_nb.gpu.compile import CompileError, artifacts_of, compile_for_target
-from kernel_nb.gpu.device import GpuUnavailableError, Missing, find_missing
+from kernel_nb.gpu.device import CudaContextLost, GpuUnavailableError, Missing, find_missing
+from kernel_nb.gpu.grid import GridError
 from kernel_nb.gpu.instrument import InstrumentError, ProbedKernel, instrument
 from kernel_nb.gpu.probe import ProbeRun, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuLaunchError, GpuTrace, launch_on_gpu
@@ -29,12 +30,14 @@ from kernel_nb.gpu.session import GpuOptions, GpuSession, compare, divergence, i
 
 __all__ = [
     "CompileError",
+    "CudaContextLost",
     "GpuLaunch",
     "GpuLaunchError",
     "GpuOptions",
     "GpuSession",
     "GpuTrace",
     "GpuUnavailableError",
+    "GridError",
     "InstrumentError",
     "Missing",
     "ProbeRun",

@@ -8,6 +8,13 @@ without CuPy learns first that it has no GPU, not that it lacks a package it can
 
 Nothing is imported at module import: a machine without CuPy or a GPU imports kernel_nb.gpu and
 only learns what is missing when it asks for a device.
+
+A kernel that faults on the device (an illegal address, a misaligned access, a trap) leaves a
+"sticky" error in the process's CUDA context: every later CUDA call returns it, until the process
+ends. `sticky_error` is the one test for it, and `device_scope`, where every launch meets the
+device, applies it before the launch and after any failure inside: `CudaContextLost` is then the
+same one line whichever CuPy, torch or Triton call met the error first, at the fault and at every
+launch after it.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -29,7 +37,7 @@ INSTEAD = (
     "%%tkernel interpret runs the same cell on the CPU, and %%tkernel interpret --ir also shows the "
     "TTIR, TTGIR, LLIR and PTX the GPU would run"
 )
-Piece = Literal["gpu", "driver", "cupy", "device", "triton"]
+Piece = Literal["gpu", "driver", "cupy", "device", "triton", "context"]
 Need = Literal["launch", "compile"]
 # Where the kernel lists PCI devices (Linux): an NVIDIA display controller is vendor 0x10de, class 0x03xxxx.
 PCI_DEVICES = Path("/sys/bus/pci/devices")
@@ -37,6 +45,10 @@ _NVIDIA = "0x10de"
 _DRIVER_LIBRARIES = {"linux": ("libcuda.so.1", "libcuda.so"), "win32": ("nvcuda.dll",)}
 _CUDA_ERROR_NO_DEVICE = 100
 _COMPUTE_CAPABILITY = (75, 76)  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
+# The errors after which the CUDA context cannot be used again (the runtime's and the driver's codes
+# agree): illegal address, launch timeout, device assert, hardware stack error, illegal instruction,
+# misaligned address, invalid address space, invalid PC, launch failure.
+STICKY_ERRORS = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719})
 
 
 class GpuUnavailableError(RuntimeError):
@@ -49,6 +61,33 @@ class GpuUnavailableError(RuntimeError):
     def _render_traceback_(self) -> list[str]:
         """IPython shows this one line instead of a traceback into CuPy or Triton."""
         return [f"{type(self).__name__}: {self}"]
+
+
+class CudaContextLost(GpuUnavailableError):
+    """A sticky CUDA error: this process's CUDA context is gone and only a restart brings it back.
+
+    Attributes:
+        kernel: the kernel whose launch met it.
+        device: the CUDA device.
+        error: CUDA's words for it ("cudaErrorIllegalAddress: an illegal memory access was encountered").
+        earlier: the error was there before this launch began (an earlier launch faulted).
+    """
+
+    def __init__(self, kernel: str, device: int, error: str, *, earlier: bool) -> None:
+        if earlier:
+            what = f"the CUDA context of GPU {device} is gone since an earlier launch faulted ({error})"
+        else:
+            what = f"the launch faulted on GPU {device} ({error}) and the CUDA context is gone"
+        super().__init__(
+            f"{kernel}: {what}: a sticky error fails every later CUDA call in this process; restart the "
+            "Python process (in Jupyter: restart the kernel) to use the GPU again, and run the cell with "
+            "%%tkernel interpret to find the bad access",
+            "context",
+        )
+        self.kernel = kernel
+        self.device = device
+        self.error = error
+        self.earlier = earlier
 
 
 @dataclass(frozen=True)
@@ -99,6 +138,8 @@ def find_missing(device: int = 0, *, need: Need = "launch", target: str = "cuda"
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as exc:  # CuPy's runtime built for a newer CUDA than the driver's
+        if getattr(exc, "status", None) in STICKY_ERRORS:
+            return None  # nothing is missing: the launch says the context is gone, naming its kernel
         return Missing(
             "cupy",
             f"CuPy does not run on this driver ({_first_line(exc)}): the driver supports CUDA "
@@ -109,7 +150,10 @@ def find_missing(device: int = 0, *, need: Need = "launch", target: str = "cuda"
         return Missing(
             "device", f"--device {device}: this machine has {count} CUDA device{plural} (0 to {count - 1})"
         )
-    return _triton_launcher_missing()
+    missing = _triton_launcher_missing()
+    if missing is not None and sticky_error(cupy, device) is not None:
+        return None  # Triton met the lost context, not a missing piece: the launch says so
+    return missing
 
 
 def require(device: int = 0, *, need: Need = "launch", target: str = "cuda") -> None:
@@ -160,7 +204,8 @@ def probe_driver() -> Driver | Missing:
     status = library.cuInit(0)
     if status == _CUDA_ERROR_NO_DEVICE:
         return _no_gpu(driver_seen=True)
-    if status != 0:
+    # a sticky status is a lost context, not a driver that does not start: the launch says so
+    if status != 0 and status not in STICKY_ERRORS:
         return Missing(
             "driver",
             f"the CUDA driver does not start ({_driver_error(library, status)}): check the NVIDIA driver "
@@ -198,19 +243,79 @@ def capability(device: int) -> int | None:
 
 
 @contextmanager
-def device_scope(device: int) -> Iterator[Any]:
+def device_scope(device: int, kernel: str = "kernel") -> Iterator[Any]:
     """Make `device` current for CuPy, for torch when it is loaded, and so for Triton's launcher.
 
     Yields CuPy.
+
+    Raises:
+        GpuUnavailableError: no usable device.
+        CudaContextLost: the device holds a sticky error, from before the scope (`earlier`) or met
+            inside it; the error that met it is the cause.
     """
     cupy = require_device(device)
-    with ExitStack() as stack:
-        stack.enter_context(cupy.cuda.Device(device))
-        torch = sys.modules.get("torch")
-        # Triton before 3.8 asks torch for the current device and stream
-        if torch is not None and torch.cuda.is_available():
-            stack.enter_context(torch.cuda.device(device))
-        yield cupy
+    began = False
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(cupy.cuda.Device(device))
+            torch = sys.modules.get("torch")
+            # Triton before 3.8 asks torch for the current device and stream
+            if torch is not None and torch.cuda.is_available():
+                stack.enter_context(torch.cuda.device(device))
+            check_context(device, kernel, cupy)
+            began = True
+            yield cupy
+    except CudaContextLost:
+        raise
+    except Exception as exc:
+        error = sticky_error(cupy, device)
+        if error is None:
+            raise
+        raise CudaContextLost(kernel, device, error, earlier=not began) from exc
+
+
+def check_context(device: int, kernel: str, cupy: ModuleType | None = None) -> None:
+    """Refuse a launch on a device whose CUDA context a sticky error has taken.
+
+    Raises:
+        CudaContextLost: with `earlier` set.
+    """
+    error = sticky_error(cupy or cupy_module(), device)
+    if error is not None:
+        raise CudaContextLost(kernel, device, error, earlier=True)
+
+
+def sticky_error(cupy: Any, device: int) -> str | None:
+    """The sticky error `device` holds, in CUDA's words, or None.
+
+    A sticky error comes back from every CUDA call, so asking never clears it; the question is an
+    event recorded and queried, which does not wait for work still running (a kernel that spins
+    would make a synchronize wait for ever).
+    """
+    try:
+        with cupy.cuda.Device(device):
+            probe = cupy.cuda.Event(block=False, disable_timing=True)
+            probe.record()
+            _ = probe.done
+    except Exception as exc:  # CuPy's CUDARuntimeError carries CUDA's status; other failures say nothing
+        return str(exc) if getattr(exc, "status", None) in STICKY_ERRORS else None
+    return None
+
+
+def wait(cupy: Any) -> None:
+    """Wait for the current device's work, answering Ctrl-C while it runs.
+
+    A blocking synchronize holds the interpreter in C until the kernel ends, so a kernel that spins
+    would hang the process beyond reach of Ctrl-C; polling an event leaves the wait to Python. The
+    closing synchronize reports the device's errors.
+    """
+    done = cupy.cuda.Event(block=False, disable_timing=True)
+    done.record()
+    pause = 1e-5
+    while not done.done:
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
+    cupy.cuda.runtime.deviceSynchronize()
 
 
 def _no_gpu(*, driver_seen: bool = False) -> Missing:

@@ -14,8 +14,9 @@ from kernel_nb.compare import Probe, compare_program, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, DevicePointer, Staged, describe, stage
+from kernel_nb.gpu.grid import resolve_grid
 from kernel_nb.gpu.instrument import PROBE, ProbedKernel, ProgramLog, instrument, read_log
-from kernel_nb.gpu.runner import GpuLaunchError, RunFunction
+from kernel_nb.gpu.runner import GpuLaunchError, RunFunction, interrupted_as_launch
 from kernel_nb.numerics import numpy_dtype
 from kernel_nb.trace import Divergence, Launch, Pid
 
@@ -61,20 +62,23 @@ def run_probed(
 
     Raises:
         GpuUnavailableError: no usable GPU.
+        CudaContextLost: a sticky CUDA error, from this launch or an earlier one.
         GpuLaunchError: the variant did not compile or its launch failed.
+        LaunchInterrupted: Ctrl-C.
     """
     fn = triton_compat.innermost_jit(probed.original).fn
     arguments = describe(fn, args, kwargs)
+    sizes = resolve_grid(fn.__name__, grid, arguments.meta())
     started = time.perf_counter()
-    with gpu_device.device_scope(device) as cupy:
+    with interrupted_as_launch(fn.__name__), gpu_device.device_scope(device, fn.__name__) as cupy:
         staged = stage(arguments, device)
         buffer = cupy.zeros(probed.layout.total_bytes, dtype=cupy.uint8)
         probe = DevicePointer(int(buffer.data.ptr), np.dtype(np.uint8), buffer)
         try:
             compiled = run(
-                probed.kernel, *staged.args, grid=grid, warmup=False, **{**staged.kwargs, PROBE: probe}
+                probed.kernel, *staged.args, grid=sizes, warmup=False, **{**staged.kwargs, PROBE: probe}
             )
-            cupy.cuda.runtime.deviceSynchronize()
+            gpu_device.wait(cupy)
         except gpu_device.GpuUnavailableError:
             raise
         except Exception as exc:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from triton.errors import TritonError
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.errors import LaunchInterrupted
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import describe, stage
 from kernel_nb.gpu.compile import artifacts_of
+from kernel_nb.gpu.grid import resolve_grid
 from kernel_nb.trace import Artifacts
 
 # JITFunction.run as Triton defines it: run(kernel, *args, grid=..., warmup=..., **kwargs)
@@ -113,42 +116,55 @@ def launch_on_gpu(
         run: Triton's own `JITFunction.run` (the session replaces the class attribute).
 
     Raises:
+        ArgumentError: an argument the device cannot take, or a result for a read-only array.
+        GridError: a grid CUDA cannot launch.
         GpuUnavailableError: no usable GPU.
+        CudaContextLost: a sticky CUDA error, from this launch or an earlier one.
         GpuLaunchError: Triton or the device failed; host arrays are unchanged.
+        LaunchInterrupted: Ctrl-C; host arrays are unchanged.
     """
     fn = triton_compat.innermost_jit(kernel).fn
-    arguments = describe(fn, args, kwargs)
     started = time.perf_counter()
-    with gpu_device.device_scope(device) as cupy:
-        name = gpu_device.describe(device)
-        staged = stage(arguments, device)
-        try:
-            compiled = run(kernel, *staged.args, grid=grid, warmup=False, **staged.kwargs)
-            cupy.cuda.runtime.deviceSynchronize()
-        except gpu_device.GpuUnavailableError:
-            raise
-        except Exception as exc:
-            raise GpuLaunchError(
-                f"{fn.__name__}: the compiled launch on {name} failed; the arrays are unchanged: "
-                f"{type(exc).__name__}: {exc}",
-                kernel=fn.__name__,
-            ) from exc
-        staged.commit()
+    with interrupted_as_launch(fn.__name__):
+        arguments = describe(fn, args, kwargs)
+        sizes = resolve_grid(fn.__name__, grid, arguments.meta())
+        with gpu_device.device_scope(device, fn.__name__) as cupy:
+            name = gpu_device.describe(device)
+            staged = stage(arguments, device)
+            try:
+                compiled = run(kernel, *staged.args, grid=sizes, warmup=False, **staged.kwargs)
+                gpu_device.wait(cupy)
+            except gpu_device.GpuUnavailableError:
+                raise
+            except Exception as exc:
+                raise GpuLaunchError(
+                    f"{fn.__name__}: the compiled launch on {name} failed; the arrays are unchanged: "
+                    f"{type(exc).__name__}: {exc}",
+                    kernel=fn.__name__,
+                ) from exc
+            staged.commit(fn.__name__)
     duration = time.perf_counter() - started
     artifacts = (
         artifacts_of(compiled, sass=sass) if compiled is not None and hasattr(compiled, "asm") else None
     )
-    return GpuLaunch(index, fn.__name__, _grid_of(grid, arguments), name, duration, artifacts)
+    return GpuLaunch(index, fn.__name__, sizes, name, duration, artifacts)
 
 
-def _grid_of(grid: Any, arguments: Any) -> tuple[int, int, int] | None:
+@contextmanager
+def interrupted_as_launch(kernel: str) -> Iterator[None]:
+    """Ctrl-C during a compiled launch, as `LaunchInterrupted`.
+
+    The host arrays are unchanged: results reach them only in `Staged.commit`, which undoes its
+    writes when interrupted. A kernel still running on the device runs on; device arrays hold
+    whatever it has written.
+    """
     try:
-        if callable(grid):
-            meta = {k: triton_compat.unwrap_constexpr(v) for k, v in arguments.bound.arguments.items()}
-            grid = grid({**meta, **arguments.extra})
-        if isinstance(grid, int):
-            grid = (grid,)
-        dims = [int(g) for g in grid] + [1, 1, 1]
-        return (dims[0], dims[1], dims[2])
-    except Exception:  # a grid callable that wants more than the arguments: shown as unknown
-        return None
+        yield
+    except LaunchInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise LaunchInterrupted(
+            f"{kernel}: interrupted during the GPU launch; the host arrays are unchanged",
+            kernel=kernel,
+            pid=None,
+        ) from None

@@ -15,6 +15,7 @@ each, and a compile in the middle of one would see the interpreter's patched nam
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
 from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
+from kernel_nb.gpu.grid import check_pids, resolve_grid
 from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
@@ -137,25 +139,33 @@ class GpuSession(Session):
                 kernel, args, kwargs, self._target(), sass=self.gpu_options.sass
             )
             return None
+        arguments = describe(triton_compat.innermost_jit(kernel).fn, args, kwargs)
+        # the GPU's grid rules and a selection outside the grid fail here, before the interpreter runs
+        sizes = resolve_grid(arguments.kernel, grid, arguments.meta())
+        if selected:
+            check_pids(arguments.kernel, self.options.pids, sizes)
+        self._check_context(arguments)
         if mode == "gpu" or not selected:
             self.gpu.launches.append(
                 self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
             )
             return None
-        self._compare(kernel, grid, args, kwargs)
+        self._compare(arguments, kernel, grid, args, kwargs)
         return None
 
-    def _compare(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _compare(
+        self, arguments: Arguments, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
         """Interpret, restore the inputs, run compiled, compare; leave the kept side's results."""
-        arguments = describe(triton_compat.innermost_jit(kernel).fn, args, kwargs)
         before = arguments.snapshot()
         launch = self._interpret(kernel, grid, args, kwargs)
         cpu = arguments.snapshot()
         arguments.restore(before)
         try:
             gpu_launch = self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
-        except BaseException:
-            arguments.restore(before)  # the failed side leaves nothing behind, the other is dropped too
+        except BaseException as failure:
+            # the failed side leaves nothing behind, the other is dropped too
+            restore_after(arguments, before, failure)
             raise
         self.gpu.launches.append(gpu_launch)
         gpu = arguments.snapshot()
@@ -179,10 +189,23 @@ class GpuSession(Session):
                     atol=self.gpu_options.atol,
                     sources_dir=self.gpu_options.sources_dir,
                 )
-            finally:
-                arguments.restore(gpu)
+            except BaseException as failure:
+                restore_after(arguments, gpu, failure)
+                raise
+            arguments.restore(gpu)
         if self.gpu_options.keep == "cpu":
             arguments.restore(cpu)
+
+    def _check_context(self, arguments: Arguments) -> None:
+        """Refuse the launch on a lost CUDA context before anything reads device arrays (the
+        snapshot, the interpreter), whose reads would meet CUDA's raw error instead.
+
+        Without CuPy loaded and without device arrays nothing here touches the device: the
+        launcher's own device scope asks.
+        """
+        on_device = any(region.space != "host" for region in arguments.regions)
+        if self._launcher == self._device_launcher and ("cupy" in sys.modules or on_device):
+            gpu_device.check_context(self.gpu_options.device, arguments.kernel)
 
     def _device_launcher(
         self,
@@ -254,6 +277,18 @@ def compare_launch(
         tf32=tf32,
         kept=options.keep,
     )
+
+
+def restore_after(arguments: Arguments, saved: list[Any], failure: BaseException) -> None:
+    """Put the caller's arrays back after a failed GPU side, without hiding why it failed.
+
+    A lost CUDA context takes the device memory with it: device arrays cannot be written back, and
+    trying would replace the error that says so with CUDA's raw one.
+    """
+    lost = isinstance(failure, gpu_device.CudaContextLost)
+    for region, data in zip(arguments.regions, saved):
+        if not (lost and region.space != "host"):
+            region.write(data)
 
 
 def divergence_pids(launch: Launch, options: Options, gpu: GpuOptions) -> tuple[Pid, ...]:

@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 
 import kernel_nb.gpu as gpu
 import kernel_nb.gpu.device as gpu_device
 from kernel_nb.engine import triton_compat
 from tests.engine import kernels as k
-from tests.machine import FakeMachine, has_nvidia_gpu
+from tests.gpu import fake_cupy
+from tests.machine import FakeDriver, FakeMachine, has_nvidia_gpu
 
 INSTEAD = (
     "%%tkernel interpret runs the same cell on the CPU, and %%tkernel interpret --ir also shows the "
@@ -145,3 +148,109 @@ def test_the_real_message_on_this_machine_without_a_gpu():
         + INSTEAD,
     )
     assert gpu_device.capability(0) is None
+
+
+# A CUDA context lost to a sticky error, with CuPy faked (tests.gpu.fake_cupy); the real fault runs
+# in tests/gpu/test_context_lost.py.
+
+LOST_NOW = (
+    "far_store_kernel: the launch faulted on GPU 0 (cudaErrorIllegalAddress: an illegal memory access was "
+    "encountered) and the CUDA context is gone: a sticky error fails every later CUDA call in this process; "
+    "restart the Python process (in Jupyter: restart the kernel) to use the GPU again, and run the cell "
+    "with %%tkernel interpret to find the bad access"
+)
+LOST_EARLIER = (
+    "add_kernel: the CUDA context of GPU 0 is gone since an earlier launch faulted (cudaErrorIllegalAddress: "
+    "an illegal memory access was encountered): a sticky error fails every later CUDA call in this process; "
+    "restart the Python process (in Jupyter: restart the kernel) to use the GPU again, and run the cell "
+    "with %%tkernel interpret to find the bad access"
+)
+
+
+@triton.jit
+def far_store_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets + (1 << 40), 1.0, mask=offsets < n)
+
+
+def faulting_run(cupy, error=fake_cupy.ILLEGAL_ADDRESS):
+    """Triton's run as a kernel that faults: the launch returns, the device holds the error."""
+
+    def run(kernel, *args, grid, warmup, **kwargs):
+        cupy.lose(error)
+
+    return run
+
+
+def test_a_fault_in_the_launch_says_the_context_is_gone_and_later_launches_say_so_too(monkeypatch):
+    cupy = fake_cupy.install(monkeypatch)
+    out = np.full(64, 3.0, np.float32)
+    with pytest.raises(gpu.CudaContextLost) as first:
+        gpu.launch_on_gpu(faulting_run(cupy), far_store_kernel, (1,), (out, 64), {"BLOCK": 64}, index=0)
+    assert str(first.value) == LOST_NOW and not first.value.earlier
+    assert first.value._render_traceback_() == [f"CudaContextLost: {LOST_NOW}"]
+    assert isinstance(first.value.__cause__, gpu.GpuLaunchError)  # what met it first, kept as the cause
+    np.testing.assert_array_equal(out, 3.0)
+    x = np.ones(64, np.float32)
+    calls, staged = [], len(cupy.buffers)
+    with pytest.raises(gpu.CudaContextLost) as later:
+        gpu.launch_on_gpu(
+            lambda *a, **kw: calls.append(a), k.add_kernel, (1,), (x, x, out, 64), {"BLOCK": 64}, index=1
+        )
+    assert str(later.value) == LOST_EARLIER and later.value.earlier and later.value.missing == "context"
+    assert calls == [] and len(cupy.buffers) == staged  # refused before staging anything
+    np.testing.assert_array_equal(out, 3.0)
+
+
+def test_the_error_that_meets_the_lost_context_first_does_not_matter(monkeypatch):
+    cupy = fake_cupy.install(monkeypatch)
+
+    def run(kernel, *args, grid, warmup, **kwargs):
+        cupy.lose()
+        raise RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered")
+
+    x = np.ones(64, np.float32)
+    with pytest.raises(gpu.CudaContextLost, match=r"^add_kernel: the launch faulted on GPU 0 "):
+        gpu.launch_on_gpu(run, k.add_kernel, (1,), (x, x, x, 64), {"BLOCK": 64}, index=0)
+    with pytest.raises(gpu.CudaContextLost) as caught:  # a device scope of any caller says the same
+        with gpu_device.device_scope(0, "add_kernel"):
+            pass
+    assert str(caught.value) == LOST_EARLIER
+
+
+def test_a_launch_error_that_is_not_sticky_stays_a_launch_error(monkeypatch):
+    cupy = fake_cupy.install(monkeypatch)
+
+    def run(kernel, *args, grid, warmup, **kwargs):
+        raise fake_cupy.CUDARuntimeError(*fake_cupy.INVALID_VALUE)
+
+    x = np.ones(64, np.float32)
+    with pytest.raises(gpu.GpuLaunchError) as caught:
+        gpu.launch_on_gpu(run, k.add_kernel, (1,), (x, x, x, 64), {"BLOCK": 64}, index=0)
+    assert str(caught.value) == (
+        "add_kernel: the compiled launch on GPU 0: Fake H200 (sm_90) failed; the arrays are unchanged: "
+        "CUDARuntimeError: cudaErrorInvalidValue: invalid argument"
+    )
+    assert cupy.sticky is None and gpu_device.sticky_error(cupy, 0) is None
+
+
+def test_a_lost_context_is_not_taken_for_a_missing_piece(monkeypatch, tmp_path):
+    FakeMachine().install(monkeypatch, tmp_path)
+    import sys
+
+    runtime = sys.modules["cupy"].cuda.runtime
+
+    def lost():
+        raise fake_cupy.CUDARuntimeError(*fake_cupy.ILLEGAL_ADDRESS)
+
+    monkeypatch.setattr(runtime, "getDeviceCount", lost)
+    assert gpu_device.find_missing() is None  # the launch says what happened, naming its kernel
+    monkeypatch.setattr(FakeDriver, "cuInit", lambda self, flags: fake_cupy.ILLEGAL_ADDRESS[0])
+    assert gpu_device.find_missing() is None
+
+    def mismatched():
+        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    monkeypatch.setattr(runtime, "getDeviceCount", mismatched)
+    found = gpu_device.find_missing()
+    assert found is not None and found.piece == "cupy"

@@ -173,3 +173,50 @@ def test_reinterpreted_arguments_compile_with_their_new_type():
     wrapper.base, wrapper.dtype = np.zeros(64, np.int8), tl.float8e5
     artifacts = gpu.compile_for_target(k.copy_kernel, (wrapper, wrapper, 64), {"BLOCK": 64}, sass=False)
     assert "!tt.ptr<f8E5M2>" in artifacts.stages["ttir"]
+
+
+def test_a_lost_context_refuses_compare_before_the_interpreter_runs(monkeypatch):
+    from tests.gpu import fake_cupy
+
+    cupy = fake_cupy.install(monkeypatch)
+    cupy.lose()
+    x, y, out = _inputs()
+    session = gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"))
+    with pytest.raises(gpu.CudaContextLost) as caught, session:
+        k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert caught.value.earlier and str(caught.value).startswith(
+        "add_kernel: the CUDA context of GPU 0 is gone since an earlier launch faulted (cudaErrorIllegalAddress"
+    )
+    assert len(session.trace) == 0 and not out.any()
+
+
+def test_a_gpu_side_that_loses_the_context_restores_host_arrays_and_keeps_its_error():
+    lost = gpu.CudaContextLost("add_kernel", 0, "cudaErrorIllegalAddress: x", earlier=False)
+
+    def launcher(run, kernel, grid, args, kwargs, index):
+        args[2][:] = -7.0
+        raise lost
+
+    x, y, out = _inputs()
+    out[:] = 3.0
+    with pytest.raises(gpu.CudaContextLost) as caught:
+        with gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=launcher):
+            k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert caught.value is lost
+    np.testing.assert_array_equal(out, 3.0)
+
+
+def test_restoring_after_a_lost_context_leaves_device_memory_alone():
+    from kernel_nb.engine.arrays import Region
+    from kernel_nb.gpu.arguments import describe
+    from kernel_nb.gpu.session import restore_after
+
+    host = np.full(8, 3.0, np.float32)
+    arguments = describe(k.copy_kernel.fn, (host, host, 8), {"BLOCK": 8})
+    saved = arguments.snapshot()
+    host[:] = -7.0
+    # device memory of the lost context, at an address no allocation has: it must not be written
+    arguments.regions.append(Region("cuda:0", 1 << 20, (1 << 20) + 8))
+    saved.append(np.zeros(8, np.uint8))
+    restore_after(arguments, saved, gpu.CudaContextLost("copy_kernel", 0, "x", earlier=False))
+    np.testing.assert_array_equal(host, 3.0)

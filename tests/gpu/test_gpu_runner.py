@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import kernel_nb
 import kernel_nb.gpu as gpu
 from tests.diff import kernels as dk
 from tests.engine import kernels as k
@@ -172,3 +173,47 @@ def test_ir_compiled_for_the_gpus_own_target():
 
     assert session.trace[0].artifacts.target == f"cuda:{cupy.cuda.Device(0).compute_capability}"
     np.testing.assert_array_equal(out, 2.0)
+
+
+def test_a_selection_outside_the_grid_is_an_error_on_the_gpu_side():
+    x = np.ones(1000, np.float32)
+    out = np.full(1000, 3.0, np.float32)
+    message = (
+        "add_kernel: pids (9,0,0) are outside the grid (4, 1, 1); choose programs with each axis below the "
+        "grid's size on it"
+    )
+    options = kernel_nb.Options(pids=((9, 0, 0),))
+    for session in (gpu.run(options), gpu.compare(options)):
+        with pytest.raises(gpu.GridError) as caught, session:
+            k.add_kernel[(4,)](x, x, out, 1000, BLOCK=256)
+        assert str(caught.value) == message
+    np.testing.assert_array_equal(out, 3.0)
+
+
+def test_grids_and_values_the_gpu_cannot_take_are_refused_before_it():
+    x = np.ones(1000, np.float32)
+    out = np.full(1000, 3.0, np.float32)
+    with pytest.raises(gpu.GridError, match=r"^add_kernel: grid \(2\.5,\) has 2\.5 on axis 0"), gpu.run():
+        k.add_kernel[(2.5,)](x, x, out, 1000, BLOCK=256)
+    with pytest.raises(gpu.GridError, match=r"^add_kernel: grid \(1, 70000\) has 70000 programs on axis 1"):
+        with gpu.run():
+            k.add_kernel[(1, 70000)](x, x, out, 1000, BLOCK=256)
+    with pytest.raises(TypeError, match=r"^add_kernel: argument out_ptr is a list"), gpu.run():
+        k.add_kernel[(4,)](x, x, [0.0] * 1000, 1000, BLOCK=256)
+    with pytest.raises(TypeError, match=r"^add_kernel: argument x_ptr is a big-endian array \(>f4\)"):
+        with gpu.run():
+            k.add_kernel[(4,)](x.astype(">f4"), x, out, 1000, BLOCK=256)
+    np.testing.assert_array_equal(out, 3.0)
+
+
+def test_a_store_into_a_read_only_memmap_is_refused(tmp_path):
+    x = np.ones(1000, np.float32)
+    np.full(1000, 3.0, np.float32).tofile(tmp_path / "out.bin")
+    out = np.memmap(tmp_path / "out.bin", np.float32, mode="r")
+    with pytest.raises(TypeError) as caught, gpu.run():
+        k.add_kernel[(4,)](x, x, out, 1000, BLOCK=256)
+    assert str(caught.value) == (
+        "add_kernel: the launch stored into out_ptr, a read-only array (flags.writeable is False); the arrays "
+        "are unchanged; pass a writable array there, e.g. a copy"
+    )
+    np.testing.assert_array_equal(out, 3.0)
