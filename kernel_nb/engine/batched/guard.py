@@ -309,11 +309,12 @@ class BatchGuard(MemoryGuard):
             big = np.iinfo(np.int64).max
             lows = np.where(active, offsets, big).reshape(batch, -1).min(axis=1)
             highs = np.where(active, offsets, -big).reshape(batch, -1).max(axis=1) + 1
-            if self.update_maps:
-                index = offsets[active] + shared.origin
-                programs = np.repeat(self._linear, counts)
-                inside = (index >= 0) & (index < shared.size)
-                self.pairs.append((shared.name, programs[inside], index[inside], reads, writes))
+        if self.update_maps and counts.any():  # each lane counts for the argument it lies in
+            programs = np.repeat(self._linear, counts)
+            for arg, offsets_of_arg, lanes_of_arg in self.addresses.split(addresses[active]):
+                index = offsets_of_arg + arg.origin
+                inside = (index >= 0) & (index < arg.size)
+                self.pairs.append((arg.name, programs[lanes_of_arg][inside], index[inside], reads, writes))
         running = recorder.active
         for r, program in enumerate(recorder.programs):
             if running is not None and not running[r]:
@@ -329,12 +330,6 @@ class BatchGuard(MemoryGuard):
                     row_offsets = (addresses[r].astype(np.int64) - arg.ptr) // arg.itemsize
                     live = row_offsets[active[r]]
                     event.lo, event.hi = int(live.min()), int(live.max()) + 1
-                    if self.update_maps:
-                        index = live + arg.origin
-                        index = index[(index >= 0) & (index < arg.size)]
-                        self.pairs.append(
-                            (arg.name, np.full(index.size, self._linear[r]), index, reads, writes)
-                        )
                 if program.kept:
                     event.indices = row_offsets
             if program.kept and mask_rows is not None:
@@ -462,10 +457,10 @@ class BatchGuard(MemoryGuard):
             access = self._access
             if access is None or not access.direct:  # stored by the interpreter: undo by address
                 lanes = active.reshape(-1)
-                self.undo.stored(addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy())
+                self._stored(addresses.reshape(-1)[lanes], before.reshape(-1)[lanes].copy())
             return
         lanes = active.reshape(-1)
-        self.undo.stored(addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy())
+        self._stored(addresses.reshape(-1)[lanes], before.reshape(-1)[lanes].copy())
         for arg, offsets, rows in self._per_argument(addresses, active):
             index = offsets + arg.origin
             me = self._linear_rows(rows)
@@ -501,6 +496,11 @@ class BatchGuard(MemoryGuard):
                 sites[index] = line
                 self._atomic_writer[arg.name][index] = me
 
+    def _stored(self, addresses: np.ndarray, old: np.ndarray) -> None:
+        """Keep what a store at the kernel's `addresses` overwrote (the undo puts it back at the
+        host addresses the interpreter wrote)."""
+        self.undo.stored(np.array(self.addresses.host(addresses), copy=True), old)
+
     def _per_argument(
         self, addresses: np.ndarray, active: np.ndarray
     ) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
@@ -511,20 +511,8 @@ class BatchGuard(MemoryGuard):
         )
         live = addresses[active]
         live_rows = rows[active]
-        if live.size == 0:
-            return
-        starts = self.addresses.starts
-        edges = np.searchsorted(starts, np.array([live.min(), live.max()]), side="right") - 1
-        if edges[0] == edges[1]:  # every lane in one argument's range: no per-lane lookup
-            arg = self.buffers[int(edges[0])]
-            yield arg, (live.astype(np.int64) - arg.ptr) // arg.itemsize, live_rows
-            return
-        owner = np.searchsorted(starts, live, side="right") - 1
-        for i in np.unique(owner):
-            arg = self.buffers[int(i)]
-            pick = owner == i
-            offsets = (live[pick].astype(np.int64) - arg.ptr) // arg.itemsize
-            yield arg, offsets, live_rows[pick]
+        for arg, offsets, at in self.addresses.split(live):
+            yield arg, offsets, live_rows[at]
 
     def _linear_rows(self, rows: np.ndarray) -> np.ndarray:
         return self._linear[rows]

@@ -99,6 +99,7 @@ from kernel_nb.engine.triton_compat.methods import (
 )
 from kernel_nb.engine.triton_compat.values import (
     TL_DTYPES,
+    handle_with_data,
     is_pointer_tensor,
     is_tensor,
     is_value,
@@ -163,6 +164,7 @@ __all__ = [
     "dot_scaled_compute_type",
     "dot_scaled_operand",
     "gpu_target",
+    "handle_with_data",
     "implicit_convert",
     "innermost_jit",
     "is_interpreter_range",
