@@ -5,7 +5,7 @@ The kernel's pointers are addresses in per-memory windows (see args.WINDOW_BITS)
 names the memory it came from whatever arithmetic made it: an access that leaves that memory is out
 of bounds even where another argument's copy lies next to it. Built once per run from the launch's
 buffers and shared by the recorder (pointer values become element offsets), the memory guard
-(bounds checks, events, the host addresses the interpreter moves elements at)
+(bounds and alignment checks, events, the host addresses the interpreter moves elements at)
 and the batched guard.
 """
 
@@ -149,6 +149,19 @@ class AddressMap:
         safe = np.clip(windows, 0, None)
         offset = a.view(np.int64) - self._base[safe]  # inside a window: |offset| < 2**43
         return (windows >= 0) & (offset >= 0) & (offset <= self._size[safe] - itemsize)
+
+    def aligned(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+        """Per address, whether it is a multiple of `itemsize` (the caller's address is, as the
+        windows keep it modulo 4096)."""
+        a = np.asarray(addresses, dtype=np.uint64)
+        if itemsize & (itemsize - 1) == 0:
+            return (a & np.uint64(itemsize - 1)) == 0
+        return a % np.uint64(itemsize) == 0
+
+    def allowed(self, addresses: np.ndarray, itemsize: int) -> bool:
+        """Whether every address passes the guard's checks: in bounds and aligned."""
+        a = np.asarray(addresses, dtype=np.uint64)
+        return bool(self.in_bounds(a, itemsize).all() and self.aligned(a, itemsize).all())
 
     # -- where memory is -------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@
 Triton's interpreter copies raw addresses in C++ without bounds checks; a stray pointer would read
 garbage or kill the process. The kernel's pointers are addresses in per-memory windows (see
 args.WINDOW_BITS), which the interpreter is handed as host addresses only once the access is
-checked: each active lane must stay inside the memory its pointer was derived from. Otherwise the
-guard raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is
+checked: each active lane must stay inside the memory its pointer was derived from and be aligned
+to its element. Otherwise the guard raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is
 accessed.
 """
 
@@ -77,12 +77,15 @@ class MemoryGuard:
         self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
     ) -> None:
         """Refuse an access, before anything is touched, that leaves the memory its pointers were
-        derived from."""
+        derived from or is misaligned."""
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         lanes = np.asarray(addresses)[active]
         ok = self.addresses.in_bounds(lanes, itemsize)
         if not ok.all():
             self._out_of_bounds(op, lanes, ok, unmasked)
+        ok = self.addresses.aligned(lanes, itemsize)
+        if not ok.all():
+            self._misaligned(op, ptrs, lanes, ok, itemsize)
 
     def _where(self, op: str) -> tuple[str, int, tuple[int, int, int], str, str, str]:
         file, line = self.locate()
@@ -131,6 +134,28 @@ class MemoryGuard:
         )
         self.launch.buffers[arg.name].oob.append((self.launch.linear(pid), line, lo))
         self._refuse(message, file, line, pid)
+
+    def _misaligned(self, op: str, ptrs: Any, lanes: np.ndarray, ok: np.ndarray, itemsize: int) -> None:
+        bad = lanes[~ok]
+        file, line, pid, where, source, verb = self._where(op)
+        arg = self.buffer_at(int(bad[0]))
+        assert arg is not None  # in bounds, so inside an argument's memory
+        offset = int(bad[0]) - arg.ptr
+        element = triton_compat.pointer_element_name(ptrs)
+        advice = (
+            f"{arg.name}'s data starts at an address that is not a multiple of {itemsize}; pass an aligned "
+            "array (a copy is one)"
+            if arg.ptr % itemsize
+            else "a pointer moved in bytes (through a cast) must land on whole elements"
+        )
+        self._refuse(
+            f"{where}: {source} of {arg.name} {verb} at a misaligned address, element offset "
+            f"{offset / arg.itemsize:g} (byte {offset}) of {arg.name}: a {element} access needs "
+            f"{itemsize}-byte alignment, as on the GPU ({bad.size} of {lanes.size} active lanes); {advice}",
+            file,
+            line,
+            pid,
+        )
 
     def event(
         self,

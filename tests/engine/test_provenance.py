@@ -1,5 +1,5 @@
 """Pointer provenance and the memory guard: a pointer may touch only the memory of the argument it
-was derived from."""
+was derived from, at aligned addresses."""
 
 import inspect
 import subprocess
@@ -68,6 +68,12 @@ def absolute_store(x_ptr, address):
 def copy_kernel(src_ptr, dst_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+
+@triton.jit
+def misaligned_load(x_ptr, out_ptr, shift):
+    ptr = (x_ptr.to(tl.pointer_type(tl.int8)) + shift).to(tl.pointer_type(tl.float32))
+    tl.store(out_ptr, tl.load(ptr))
 
 
 def _refused(launch):
@@ -194,6 +200,27 @@ def test_a_wrapping_address_does_not_kill_the_process(tmp_path, strategy):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["refused", "alive 0.0"]
+
+
+# -- alignment -----------------------------------------------------------------------------------
+
+
+def test_a_misaligned_access_is_refused_before_it_is_made():
+    x, out = np.arange(4, dtype=np.float32), np.full(1, 5.0, np.float32)
+    line = _line(misaligned_load, "tl.load")
+    assert _refused(lambda: misaligned_load[(1,)](x, out, 6)) == (
+        f"misaligned_load:{line} pid=(0,0,0): tl.load of x_ptr reads at a misaligned address, element "
+        "offset 1.5 (byte 6) of x_ptr: a fp32 access needs 4-byte alignment, as on the GPU (1 of 1 active "
+        "lanes); a pointer moved in bytes (through a cast) must land on whole elements"
+    )
+    assert out.tolist() == [5.0]
+
+
+def test_an_aligned_access_through_a_byte_pointer_runs():
+    x, out = np.arange(4, dtype=np.float32), np.zeros(1, np.float32)
+    with kernel_nb.interpret():
+        misaligned_load[(1,)](x, out, 8)
+    assert out.tolist() == [2.0]
 
 
 # -- tensor descriptors --------------------------------------------------------------------------

@@ -169,9 +169,9 @@ class BatchGuard(MemoryGuard):
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         self._access = None
         if self.precise:
-            if not self.addresses.in_bounds(addresses[active], itemsize).all():
+            if not self.addresses.allowed(addresses[active], itemsize):
                 # which program fails first is defined by the serial order: let it say so
-                raise BatchUnsupported("an access out of bounds")
+                raise BatchUnsupported("an access the guard refuses")
             return
         batch = addresses.shape[0]
         flat = addresses.reshape(batch, -1)
@@ -215,9 +215,11 @@ class BatchGuard(MemoryGuard):
         first, last = low[live].min(), high[live].max()
         arg = self.buffer_at(int(first))
         if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
-            if not self.addresses.in_bounds(addresses[active], itemsize).all():
-                raise BatchUnsupported("an access out of bounds")
+            if not self.addresses.allowed(addresses[active], itemsize):
+                raise BatchUnsupported("an access the guard refuses")
             raise NeedsPrecise("an access spans several arguments")
+        if not self._aligned(affine, flat, lanes, rows, itemsize):
+            raise BatchUnsupported("an access the guard refuses")
         size = arg.itemsize
         lo = np.where(live, (low - np.uint64(arg.lo)).astype(np.int64) // size, 0)
         hi = np.where(live, (high - np.uint64(arg.lo)).astype(np.int64) // size + 1, 0)
@@ -229,6 +231,28 @@ class BatchGuard(MemoryGuard):
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
         self._access = Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine, rows)
+
+    @staticmethod
+    def _aligned(
+        affine: Any, flat: Any, lanes: np.ndarray | None, rows: np.ndarray | None, itemsize: int
+    ) -> bool:
+        """Whether every active lane of a range-checked access is aligned to its element."""
+        if itemsize == 1:
+            return True
+        if affine is not None:  # from the tile's form: every lane is base + one of the lanes
+            base = np.broadcast_to(affine.base, (np.asarray(affine.base).size,))
+            if rows is not None and base.size > 1:
+                base = base[rows]
+            return not ((base % itemsize).any() or (affine.lanes % itemsize).any())
+        values = np.asarray(flat)
+        misaligned = (
+            (values & np.uint64(itemsize - 1)) != 0
+            if itemsize & (itemsize - 1) == 0
+            else values % np.uint64(itemsize) != 0
+        )
+        if lanes is not None:
+            misaligned &= lanes
+        return not misaligned.any()
 
     def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
         access = self._access
