@@ -5,7 +5,7 @@ The kernel's pointers are addresses in per-memory windows (see args.WINDOW_BITS)
 names the memory it came from whatever arithmetic made it: an access that leaves that memory is out
 of bounds even where another argument's copy lies next to it. Built once per run from the launch's
 buffers and shared by the recorder (pointer values become element offsets), the memory guard
-(bounds and alignment checks, events, the host addresses the interpreter moves elements at)
+(bounds, alignment and write checks, events, the host addresses the interpreter moves elements at)
 and the batched guard.
 """
 
@@ -53,6 +53,7 @@ class AddressMap:
         self._delta = np.array(
             [(m.host - m.base) % (1 << 64) if m else 0 for m in self.memories], dtype=np.uint64
         )
+        self._all_writable = all(m is None or m.all_writable for m in self.memories)
 
     # -- which memory, which argument --------------------------------------------------------------
 
@@ -158,10 +159,33 @@ class AddressMap:
             return (a & np.uint64(itemsize - 1)) == 0
         return a % np.uint64(itemsize) == 0
 
-    def allowed(self, addresses: np.ndarray, itemsize: int) -> bool:
-        """Whether every address passes the guard's checks: in bounds and aligned."""
+    def writable(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+        """Per address (each inside its memory), whether the caller's memory there may be written."""
         a = np.asarray(addresses, dtype=np.uint64)
-        return bool(self.in_bounds(a, itemsize).all() and self.aligned(a, itemsize).all())
+        if self._all_writable:
+            return np.ones(a.shape, dtype=bool)
+        w = self.windows(a)
+        out = np.zeros(a.shape, dtype=bool)
+        for window in np.unique(w[w >= 0]).tolist():
+            memory = self.memories[window]
+            assert memory is not None
+            here = w == window
+            offset = a[here].view(np.int64) - np.int64(memory.base)
+            ok = np.zeros(offset.shape, dtype=bool)
+            for lo, hi in memory.writable:
+                ok |= (offset >= lo) & (offset + itemsize <= hi)
+            out[here] = ok
+        return out
+
+    def allowed(self, addresses: np.ndarray, itemsize: int, *, write: bool) -> bool:
+        """Whether every address passes the guard's checks: in bounds, aligned, and (for a write)
+        writable."""
+        a = np.asarray(addresses, dtype=np.uint64)
+        return bool(
+            self.in_bounds(a, itemsize).all()
+            and self.aligned(a, itemsize).all()
+            and (not write or self.writable(a, itemsize).all())
+        )
 
     # -- where memory is -------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -57,6 +57,8 @@ class Memory:
     write: Callable[[np.ndarray], None]
     copy: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
     window: int = 0
+    # byte ranges [lo, hi) of the copy that caller memory lets be written (its writeable arguments)
+    writable: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def base(self) -> int:
@@ -71,6 +73,27 @@ class Memory:
     def host(self) -> int:
         """Host address of the copy (fixed once the copy is made)."""
         return int(self.copy.ctypes.data)
+
+    @property
+    def read_only(self) -> bool:
+        """No byte of it may be written."""
+        return not self.writable
+
+    @property
+    def all_writable(self) -> bool:
+        return self.writable == [(0, self.size)]
+
+    def write_back(self) -> None:
+        """Put the copy back into caller memory, never into bytes that may not be written."""
+        if self.read_only:
+            return
+        data = self.copy
+        if not self.all_writable:
+            # keep what the caller holds outside the writable ranges (the write leaves equal bytes)
+            data = np.array(self.read())
+            for lo, hi in self.writable:
+                data[lo:hi] = self.copy[lo:hi]
+        self.write(data)
 
 
 @dataclass(eq=False)
@@ -97,6 +120,8 @@ class BufferArg:
     poisoned: bool = False
     # the Triton element type, where `dtype` is only its storage (fp8e4b15, which numpy cannot name)
     element: Any = None
+
+    writeable: bool = True
 
     @property
     def ptr(self) -> int:
@@ -193,7 +218,7 @@ class BoundArguments:
                     b.poisoned or written(b.name) for b in self.buffers if b.memory is memory
                 ):
                     continue  # only read: the caller's memory already holds it
-                memory.write(memory.copy)
+                memory.write_back()
 
 
 def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> BoundArguments:
@@ -221,6 +246,7 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
             memory=memory,
             poisoned=isinstance(leaf.value, PoisonedArray),
             element=leaf.element,
+            writeable=leaf.writeable,
         )
     values: dict[str, Any] = {}
     infos: list[ArgumentInfo] = []
@@ -256,10 +282,23 @@ def _group(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str, Memo
     for window, (region, slot) in enumerate(zip(groups, slots)):
         memory = _memory(region, arena[offset : offset + (region.hi - region.lo)])
         memory.window = window
+        memory.writable = _merged(
+            (leaf.lo - region.lo, leaf.hi - region.lo) for leaf in region.leaves if leaf.writeable
+        )
         memories.append(memory)
         memory_of.update((leaf.name, memory) for leaf in region.leaves)
         offset += slot
     return memories, memory_of
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
 
 
 def _align(n: int) -> int:

@@ -3,8 +3,9 @@
 Triton's interpreter copies raw addresses in C++ without bounds checks; a stray pointer would read
 garbage or kill the process. The kernel's pointers are addresses in per-memory windows (see
 args.WINDOW_BITS), which the interpreter is handed as host addresses only once the access is
-checked: each active lane must stay inside the memory its pointer was derived from and be aligned
-to its element. Otherwise the guard raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is
+checked: each active lane must stay inside the memory its pointer was derived from, be aligned to
+its element, and, for a write, land where the caller's memory may be written. Otherwise the guard
+raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is
 accessed.
 """
 
@@ -77,7 +78,8 @@ class MemoryGuard:
         self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
     ) -> None:
         """Refuse an access, before anything is touched, that leaves the memory its pointers were
-        derived from or is misaligned."""
+        derived from, is misaligned, or writes to an argument the caller's memory may not be
+        written at."""
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         lanes = np.asarray(addresses)[active]
         ok = self.addresses.in_bounds(lanes, itemsize)
@@ -86,6 +88,10 @@ class MemoryGuard:
         ok = self.addresses.aligned(lanes, itemsize)
         if not ok.all():
             self._misaligned(op, ptrs, lanes, ok, itemsize)
+        if op != "load":
+            ok = self.addresses.writable(lanes, itemsize)
+            if not ok.all():
+                self._read_only(op, lanes, ok)
 
     def _where(self, op: str) -> tuple[str, int, tuple[int, int, int], str, str, str]:
         file, line = self.locate()
@@ -152,6 +158,22 @@ class MemoryGuard:
             f"{where}: {source} of {arg.name} {verb} at a misaligned address, element offset "
             f"{offset / arg.itemsize:g} (byte {offset}) of {arg.name}: a {element} access needs "
             f"{itemsize}-byte alignment, as on the GPU ({bad.size} of {lanes.size} active lanes); {advice}",
+            file,
+            line,
+            pid,
+        )
+
+    def _read_only(self, op: str, lanes: np.ndarray, ok: np.ndarray) -> None:
+        bad = lanes[~ok]
+        file, line, pid, where, source, verb = self._where(op)
+        arg = self.buffer_at(int(bad[0]))
+        assert arg is not None
+        elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
+        lo, hi = int(elements.min()), int(elements.max()) + 1
+        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
+        self._refuse(
+            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} is read-only (its "
+            "array may not be written); pass a writable array, e.g. a copy",
             file,
             line,
             pid,

@@ -1,5 +1,5 @@
 """Pointer provenance and the memory guard: a pointer may touch only the memory of the argument it
-was derived from, at aligned addresses."""
+was derived from, at aligned addresses, and write only where the caller's memory may be written."""
 
 import inspect
 import subprocess
@@ -68,6 +68,11 @@ def absolute_store(x_ptr, address):
 def copy_kernel(src_ptr, dst_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+
+@triton.jit
+def add_one_kernel(x_ptr, BLOCK: tl.constexpr):
+    tl.atomic_add(x_ptr + tl.arange(0, BLOCK), 1.0)
 
 
 @triton.jit
@@ -221,6 +226,113 @@ def test_an_aligned_access_through_a_byte_pointer_runs():
     with kernel_nb.interpret():
         misaligned_load[(1,)](x, out, 8)
     assert out.tolist() == [2.0]
+
+
+# -- read-only arguments -------------------------------------------------------------------------
+
+
+def _read_only_store_message(kernel, name, elements):
+    atomic = kernel is add_one_kernel
+    line = _line(kernel, "tl.atomic_add" if atomic else "tl.store")
+    op, verb = ("tl.atomic_fadd", "accesses") if atomic else ("tl.store", "writes")
+    return (
+        f"{kernel.fn.__name__}:{line} pid=(0,0,0): {op} of {name} {verb} elements {elements} but {name} is "
+        "read-only (its array may not be written); pass a writable array, e.g. a copy"
+    )
+
+
+def test_a_store_into_a_read_only_array_is_refused():
+    src = np.ones(16, np.float32)
+    dst = np.zeros(16, np.float32)
+    dst.flags.writeable = False
+    assert _refused(lambda: copy_kernel[(1,)](src, dst, BLOCK=16)) == _read_only_store_message(
+        copy_kernel, "dst_ptr", "[0, 16)"
+    )
+    assert not dst.any()
+
+
+def test_a_store_into_the_bytes_behind_frombuffer_is_refused():
+    raw = bytes(64)
+    dst = np.frombuffer(raw, np.float32)
+    assert _refused(lambda: copy_kernel[(1,)](np.ones(16, np.float32), dst, BLOCK=16)) == (
+        _read_only_store_message(copy_kernel, "dst_ptr", "[0, 16)")
+    )
+    assert raw == bytes(64)
+
+
+def test_an_atomic_on_a_read_only_array_is_refused():
+    x = np.zeros(8, np.float32)
+    x.flags.writeable = False
+    assert _refused(lambda: add_one_kernel[(1,)](x, BLOCK=8)) == _read_only_store_message(
+        add_one_kernel, "x_ptr", "[0, 8)"
+    )
+    assert not x.any()
+
+
+def test_loads_from_read_only_arrays_still_run():
+    raw = np.arange(16, dtype=np.float32).tobytes()
+    src = np.frombuffer(raw, np.float32)
+    dst = np.zeros(16, np.float32)
+    with kernel_nb.interpret():
+        copy_kernel[(1,)](src, dst, BLOCK=16)
+    assert dst.tolist() == list(range(16))
+
+
+def test_a_poisoned_read_only_argument_is_never_written_back():
+    src = np.arange(16, dtype=np.float32)
+    src.flags.writeable = False
+    dst = np.zeros(16, np.float32)
+    with kernel_nb.interpret(poison=("src_ptr",), detect=()):
+        copy_kernel[(1,)](src, dst, BLOCK=16)
+    assert src.tolist() == list(range(16))
+
+
+def test_a_store_through_a_writable_alias_of_a_read_only_view_runs():
+    x = np.zeros(16, np.float32)
+    view = x[:]
+    view.flags.writeable = False
+    with kernel_nb.interpret():
+        copy_kernel[(1,)](view, x, BLOCK=16)  # reads the read-only view, writes the array itself
+        copy_kernel[(1,)](np.ones(16, np.float32), x, BLOCK=16)
+    assert x.tolist() == [1.0] * 16
+
+
+_MEMMAP_SCRIPT = """
+import numpy as np, triton, triton.language as tl, kernel_nb
+
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+np.zeros(16, np.float32).tofile({path!r})
+dst = np.memmap({path!r}, np.float32, mode="r")
+{wrap}
+try:
+    with kernel_nb.interpret(strategy={strategy!r}):
+        copy_kernel[(1,)](np.ones(16, np.float32), dst, BLOCK=16)
+except kernel_nb.KernelMemoryError as e:
+    print(str(e).split(": ", 1)[1])
+print("alive", float(np.asarray(np.memmap({path!r}, np.float32, mode="r")).sum()))
+"""
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_a_read_only_memmap_as_an_output_is_refused_and_the_process_lives(tmp_path, strategy, library):
+    if library == "torch":
+        pytest.importorskip("torch")
+        wrap = "import torch, warnings\nwarnings.simplefilter('ignore')\ndst = torch.from_numpy(dst)"
+    else:
+        wrap = ""
+    script = tmp_path / "memmap.py"
+    script.write_text(_MEMMAP_SCRIPT.format(path=str(tmp_path / "data.bin"), wrap=wrap, strategy=strategy))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [
+        "tl.store of dst_ptr writes elements [0, 16) but dst_ptr is read-only (its array may not be "
+        "written); pass a writable array, e.g. a copy",
+        "alive 0.0",
+    ]
 
 
 # -- tensor descriptors --------------------------------------------------------------------------

@@ -167,9 +167,10 @@ class BatchGuard(MemoryGuard):
         self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
     ) -> None:
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
+        write = op != "load"
         self._access = None
         if self.precise:
-            if not self.addresses.allowed(addresses[active], itemsize):
+            if not self.addresses.allowed(addresses[active], itemsize, write=write):
                 # which program fails first is defined by the serial order: let it say so
                 raise BatchUnsupported("an access the guard refuses")
             return
@@ -215,10 +216,14 @@ class BatchGuard(MemoryGuard):
         first, last = low[live].min(), high[live].max()
         arg = self.buffer_at(int(first))
         if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
-            if not self.addresses.allowed(addresses[active], itemsize):
+            if not self.addresses.allowed(addresses[active], itemsize, write=write):
                 raise BatchUnsupported("an access the guard refuses")
             raise NeedsPrecise("an access spans several arguments")
-        if not self._aligned(affine, flat, lanes, rows, itemsize):
+        if not self._aligned(affine, flat, lanes, rows, itemsize) or (
+            write
+            and not arg.memory.all_writable
+            and not self.addresses.allowed(addresses[active], itemsize, write=True)
+        ):
             raise BatchUnsupported("an access the guard refuses")
         size = arg.itemsize
         lo = np.where(live, (low - np.uint64(arg.lo)).astype(np.int64) // size, 0)
