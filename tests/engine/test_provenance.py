@@ -360,3 +360,27 @@ def test_tensor_descriptor_loads_and_stores_run_as_stock_runs_them():
         ("load", "src_ptr"),
         ("store", "dst_ptr"),
     ] * 3
+
+
+@triton.jit
+def descriptor_args_kernel(src, dst, N, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0) * 4
+    for col in range(0, N, BLOCK_N):
+        dst.store([row, col], src.load([row, col]) * 2.0)
+
+
+def test_tensor_descriptor_arguments_load_and_store_past_ragged_edges():
+    torch = pytest.importorskip("torch")
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.arange(10 * 36, dtype=torch.float32).reshape(10, 36)
+    out = torch.zeros_like(x)
+    with kernel_nb.interpret() as session:
+        descriptor_args_kernel[(3,)](
+            TensorDescriptor.from_tensor(x, [4, 16]),
+            TensorDescriptor.from_tensor(out, [4, 16]),
+            36,
+            BLOCK_N=16,
+        )
+    assert torch.equal(out, x * 2.0)  # the blocks past row 10 and column 36 are padded, then cut
+    assert session.trace[0].buffers["dst.base"].writes.sum() == 10 * 36
