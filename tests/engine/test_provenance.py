@@ -298,6 +298,28 @@ def test_a_store_through_a_writable_alias_of_a_read_only_view_runs():
     assert x.tolist() == [1.0] * 16
 
 
+@triton.jit
+def fill_two_kernel(ro_ptr, rw_ptr, ro_count, rw_count, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(rw_ptr + offs, 2.0, mask=offs < rw_count)
+    tl.store(ro_ptr + offs, 1.0, mask=offs < ro_count)
+
+
+def test_only_the_writable_part_of_a_partly_read_only_memory_is_written():
+    x = np.arange(32, dtype=np.float32)
+    ro, rw = x[:16], x[8:]  # one memory: bytes of elements 0..7 are only in the read-only view
+    ro.flags.writeable = False
+    line = _line(fill_two_kernel, "tl.store(ro_ptr")
+    assert _refused(lambda: fill_two_kernel[(1,)](ro, rw, 16, 24, BLOCK=32)) == (
+        f"fill_two_kernel:{line} pid=(0,0,0): tl.store of ro_ptr writes elements [0, 8) but ro_ptr is "
+        "read-only (its array may not be written); pass a writable array, e.g. a copy"
+    )
+    assert x.tolist() == list(range(32))
+    with kernel_nb.interpret(poison=("ro_ptr",), detect=()):  # poison fills the read-only view's copy
+        fill_two_kernel[(1,)](ro, rw, 0, 24, BLOCK=32)
+    assert x.tolist() == list(range(8)) + [2.0] * 24
+
+
 _MEMMAP_SCRIPT = """
 import numpy as np, triton, triton.language as tl, kernel_nb
 
