@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,14 +23,31 @@ from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.poison import PoisonedArray, poison_value
 from kernel_nb.trace import ArgumentInfo
 
+# Every Memory gets a window of the kernel's address space of its own: the kernel's pointers are
+# addresses in these windows, never host addresses, so that a pointer carries the memory it was
+# derived from through all arithmetic, selects, casts and loops (see addresses.AddressMap). The
+# windows lie above every user-space address (57 bits, five-level paging) and below 2**63, so that
+# they stay positive as int64; a memory's data sits in the middle of its window, keeping its
+# caller's address modulo 4096 (the alignment a GPU access sees), and a pointer has to move by
+# 2**43 bytes to leave it.
+WINDOW_BITS = 44
+WINDOWS_START = 1 << 57
+WINDOW_COUNT = ((1 << 63) - WINDOWS_START) >> WINDOW_BITS
+_PAGE = 4096
+
+
+def window_base(window: int, caller_lo: int) -> int:
+    """The kernel's address of byte 0 of a memory in window `window` (see WINDOW_BITS)."""
+    return WINDOWS_START + (window << WINDOW_BITS) + (1 << (WINDOW_BITS - 1)) + caller_lo % _PAGE
+
 
 @dataclass(eq=False)
 class Memory:
     """One region of caller memory and its private host copy.
 
     `read` gives the caller's memory (a view of host memory, or a fresh host copy of device
-    memory) to fill the copy from; `write` puts a buffer back. The copy's address range is what the
-    kernel's pointers point into.
+    memory) to fill the copy from; `write` puts a buffer back. The kernel's pointers into the copy
+    are addresses in the memory's window (`base` on); `host` is where the copy really is.
     """
 
     space: str  # "host", "cuda:0" ...
@@ -39,11 +56,44 @@ class Memory:
     read: Callable[[], np.ndarray]
     write: Callable[[np.ndarray], None]
     copy: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
+    window: int = 0
+    # byte ranges [lo, hi) of the copy that caller memory lets be written (its writeable arguments)
+    writable: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def base(self) -> int:
+        """The kernel's address of the copy's first byte (in the memory's window)."""
+        return window_base(self.window, self.lo)
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
 
     @cached_property
-    def base(self) -> int:
+    def host(self) -> int:
         """Host address of the copy (fixed once the copy is made)."""
         return int(self.copy.ctypes.data)
+
+    @property
+    def read_only(self) -> bool:
+        """No byte of it may be written."""
+        return not self.writable
+
+    @property
+    def all_writable(self) -> bool:
+        return self.writable == [(0, self.size)]
+
+    def write_back(self) -> None:
+        """Put the copy back into caller memory, never into bytes that may not be written."""
+        if self.read_only:
+            return
+        data = self.copy
+        if not self.all_writable:
+            # keep what the caller holds outside the writable ranges (the write leaves equal bytes)
+            data = np.array(self.read())
+            for lo, hi in self.writable:
+                data[lo:hi] = self.copy[lo:hi]
+        self.write(data)
 
 
 @dataclass(eq=False)
@@ -71,8 +121,11 @@ class BufferArg:
     # the Triton element type, where `dtype` is only its storage (fp8e4b15, which numpy cannot name)
     element: Any = None
 
+    writeable: bool = True
+
     @property
     def ptr(self) -> int:
+        """The kernel's address of element 0 (in its memory's window)."""
         return self.memory.base + self.offset
 
     @property
@@ -113,7 +166,8 @@ class BufferArg:
 
 
 class HostPointer(arrays.Pointer):
-    """What the kernel receives for an array argument: an address in the host copy and a dtype."""
+    """What the kernel receives for an array argument: its address (in its memory's window, see
+    WINDOW_BITS) and a dtype."""
 
     def __init__(self, arg: BufferArg) -> None:
         self.arg = arg
@@ -164,7 +218,7 @@ class BoundArguments:
                     b.poisoned or written(b.name) for b in self.buffers if b.memory is memory
                 ):
                     continue  # only read: the caller's memory already holds it
-                memory.write(memory.copy)
+                memory.write_back()
 
 
 def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> BoundArguments:
@@ -192,6 +246,7 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
             memory=memory,
             poisoned=isinstance(leaf.value, PoisonedArray),
             element=leaf.element,
+            writeable=leaf.writeable,
         )
     values: dict[str, Any] = {}
     infos: list[ArgumentInfo] = []
@@ -208,26 +263,42 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
 def _group(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str, Memory]]:
     """Give each region of overlapping leaves one Memory and copy it to the host.
 
-    The copies are laid out in one arena, in argument order, each followed by a gap at least its own
-    size: a pointer that runs past the end of an array lands next to that array (the guard names it),
-    and the layout, hence every address-derived record, is the same from run to run.
+    The copies are laid out in one arena, in argument order, each 64-byte aligned; the i-th
+    memory gets window i, so the kernel's addresses, hence every address-derived record, are the
+    same from run to run.
+
+    Raises:
+        ArgumentError: more array arguments than there are windows.
     """
     rank = {id(leaf): i for i, leaf in enumerate(leaves)}
     groups = sorted(arrays.regions(leaves), key=lambda r: min(rank[id(leaf)] for leaf in r.leaves))
-    slots = [_align(r.hi - r.lo) + max(_align(r.hi - r.lo), _MIN_GAP) for r in groups]
-    arena = np.zeros(sum(slots) + 64, np.uint8)  # untouched gap pages are never committed
+    if len(groups) > WINDOW_COUNT:
+        raise ArgumentError(f"a launch takes at most {WINDOW_COUNT} separate arrays, not {len(groups)}")
+    slots = [_align(r.hi - r.lo) for r in groups]
+    arena = np.zeros(sum(slots) + 64, np.uint8)
     offset = (-arena.ctypes.data) % 64
     memories = []
     memory_of: dict[str, Memory] = {}
-    for region, slot in zip(groups, slots):
+    for window, (region, slot) in enumerate(zip(groups, slots)):
         memory = _memory(region, arena[offset : offset + (region.hi - region.lo)])
+        memory.window = window
+        memory.writable = _merged(
+            (leaf.lo - region.lo, leaf.hi - region.lo) for leaf in region.leaves if leaf.writeable
+        )
         memories.append(memory)
         memory_of.update((leaf.name, memory) for leaf in region.leaves)
         offset += slot
     return memories, memory_of
 
 
-_MIN_GAP = 4096
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
 
 
 def _align(n: int) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import host_pages, triton_compat
 from kernel_nb.numerics import NUMPY_TYPES
 
 # torch dtype name → numpy type. torch's fnuz fp8 types (fp8e4b8, fp8e5b16) are not taken: the
@@ -65,6 +65,8 @@ class ArrayLeaf:
         array: the numpy, torch or CuPy array whose memory it is.
         element: the Triton element type where `dtype` is only its storage (fp8e4b15, which numpy
             cannot name); None otherwise.
+        writeable: the caller's memory may be written (False: a read-only numpy array, a read-only
+            memmap, the bytes behind `np.frombuffer(b)`, a tensor on read-only pages).
     """
 
     name: str
@@ -79,6 +81,7 @@ class ArrayLeaf:
     value: Any
     array: Any
     element: Any = None
+    writeable: bool = True
 
     @property
     def device(self) -> int | None:
@@ -298,6 +301,7 @@ def _reinterpreted(path: str, wrapper: Any) -> ArrayLeaf:
         wrapper,
         base.array,
         element,
+        base.writeable,
     )
 
 
@@ -323,7 +327,15 @@ def _leaf(
     else:
         lo = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * dtype.itemsize
         hi = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * dtype.itemsize + dtype.itemsize
-    return ArrayLeaf(path, dtype, shape, strides, ptr, lo, hi, space, library, value, value)
+    if space != "host":
+        writeable = True
+    elif library == "numpy":
+        writeable = bool(value.flags.writeable)
+    else:  # a torch tensor has no flag: its pages tell (one on a read-only memmap is read-only)
+        writeable = host_pages.writable(lo, hi)
+    return ArrayLeaf(
+        path, dtype, shape, strides, ptr, lo, hi, space, library, value, value, writeable=writeable
+    )
 
 
 def _memcpy(device: int, dst: int, src: int, nbytes: int, *, to_host: bool) -> None:

@@ -1,9 +1,12 @@
 """Builder hooks: every load, store and atomic is checked before it happens, then recorded.
 
 Triton's interpreter copies raw addresses in C++ without bounds checks; a stray pointer would read
-garbage or kill the process. The guard checks each active lane against the launch's argument
-buffers first and raises `KernelMemoryError` (naming kernel, line, program, argument and elements)
-instead, so nothing is accessed.
+garbage or kill the process. The kernel's pointers are addresses in per-memory windows (see
+args.WINDOW_BITS), which the interpreter is handed as host addresses only once the access is
+checked: each active lane must stay inside the memory its pointer was derived from, be aligned to
+its element, and, for a write, land where the caller's memory may be written. Otherwise the guard
+raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is
+accessed.
 """
 
 from __future__ import annotations
@@ -74,37 +77,107 @@ class MemoryGuard:
     def check(
         self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
     ) -> None:
+        """Refuse an access, before anything is touched, that leaves the memory its pointers were
+        derived from, is misaligned, or writes to an argument the caller's memory may not be
+        written at."""
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
-        lanes = addresses[active]
+        lanes = np.asarray(addresses)[active]
         ok = self.addresses.in_bounds(lanes, itemsize)
-        if ok.all():
-            return
-        bad = lanes[~ok]
-        arg = self.buffer_at(int(bad[0]))
+        if not ok.all():
+            self._out_of_bounds(op, lanes, ok, unmasked)
+        ok = self.addresses.aligned(lanes, itemsize)
+        if not ok.all():
+            self._misaligned(op, ptrs, lanes, ok, itemsize)
+        if op != "load":
+            ok = self.addresses.writable(lanes, itemsize)
+            if not ok.all():
+                self._read_only(op, lanes, ok)
+
+    def _where(self, op: str) -> tuple[str, int, tuple[int, int, int], str, str, str]:
         file, line = self.locate()
         pid = self.recorder.program.pid
         verb = {"load": "reads", "store": "writes"}.get(op, "accesses")
-        source = f"tl.{op}"
         where = f"{self.launch.kernel}:{line} pid=({pid[0]},{pid[1]},{pid[2]})"
-        if arg is None:
-            message = (
-                f"{where}: {source} {verb} address {int(bad[0]):#x} but the launch has no array arguments"
-            )
-            raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
-        elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
-        lo, hi = int(elements.min()), int(elements.max()) + 1
+        return file, line, pid, where, f"tl.{op}", verb
+
+    def _refuse(self, message: str, file: str, line: int, pid: tuple[int, int, int]) -> None:
+        raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
+
+    def _out_of_bounds(self, op: str, lanes: np.ndarray, ok: np.ndarray, unmasked: bool) -> None:
+        bad = lanes[~ok]
+        file, line, pid, where, source, verb = self._where(op)
         advice = (
             "add a mask, e.g. mask=offsets < n"
             if unmasked
             else "the mask lets these lanes through; check the mask's bound"
         )
+        arg = self.buffer_at(int(bad[0]))
+        if arg is None:
+            if not self.buffers:
+                self._refuse(
+                    f"{where}: {source} {verb} address {int(bad[0]):#x} but the launch has no array arguments",
+                    file,
+                    line,
+                    pid,
+                )
+            self._refuse(
+                f"{where}: {source} {verb} address {int(bad[0]):#x}, which no array argument's pointer "
+                f"leads to ({bad.size} of {lanes.size} active lanes); a pointer must be derived from an "
+                "array argument and stay inside it",
+                file,
+                line,
+                pid,
+            )
+        assert arg is not None
+        # lanes of the same memory as the first: the elements named are of its argument
+        same = self.addresses.windows(bad) == self.addresses.window_of(int(bad[0]))
+        elements = (bad[same].astype(np.int64) - arg.ptr) // arg.itemsize
+        lo, hi = int(elements.min()), int(elements.max()) + 1
         elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
         message = (
             f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} has {arg.size} "
             f"({bad.size} of {lanes.size} active lanes out of bounds); {advice}"
         )
         self.launch.buffers[arg.name].oob.append((self.launch.linear(pid), line, lo))
-        raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
+        self._refuse(message, file, line, pid)
+
+    def _misaligned(self, op: str, ptrs: Any, lanes: np.ndarray, ok: np.ndarray, itemsize: int) -> None:
+        bad = lanes[~ok]
+        file, line, pid, where, source, verb = self._where(op)
+        arg = self.buffer_at(int(bad[0]))
+        assert arg is not None  # in bounds, so inside an argument's memory
+        offset = int(bad[0]) - arg.ptr
+        element = triton_compat.pointer_element_name(ptrs)
+        advice = (
+            f"{arg.name}'s data starts at an address that is not a multiple of {itemsize}; pass an aligned "
+            "array (a copy is one)"
+            if arg.ptr % itemsize
+            else "a pointer moved in bytes (through a cast) must land on whole elements"
+        )
+        self._refuse(
+            f"{where}: {source} of {arg.name} {verb} at a misaligned address, element offset "
+            f"{offset / arg.itemsize:g} (byte {offset}) of {arg.name}: a {element} access needs "
+            f"{itemsize}-byte alignment, as on the GPU ({bad.size} of {lanes.size} active lanes); {advice}",
+            file,
+            line,
+            pid,
+        )
+
+    def _read_only(self, op: str, lanes: np.ndarray, ok: np.ndarray) -> None:
+        bad = lanes[~ok]
+        file, line, pid, where, source, verb = self._where(op)
+        arg = self.buffer_at(int(bad[0]))
+        assert arg is not None
+        elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
+        lo, hi = int(elements.min()), int(elements.max()) + 1
+        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
+        self._refuse(
+            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} is read-only (its "
+            "array may not be written); pass a writable array, e.g. a copy",
+            file,
+            line,
+            pid,
+        )
 
     def event(
         self,
@@ -126,8 +199,9 @@ class MemoryGuard:
         if arg is not None:
             offsets = (lanes.astype(np.int64) - arg.ptr) // arg.itemsize
             event.lo, event.hi = int(offsets.min()), int(offsets.max()) + 1
-            if self.update_maps:
-                self._count(arg, offsets, reads, writes)
+            if self.update_maps:  # each lane counts for the argument it lies in
+                for each, each_offsets, _ in self.addresses.split(lanes):
+                    self._count(each, each_offsets, reads, writes)
             if recorder.keep:
                 event.indices = (addresses.astype(np.int64) - arg.ptr) // arg.itemsize
         if recorder.keep:
@@ -143,24 +217,22 @@ class MemoryGuard:
 
     def _active_offsets(
         self, addresses: np.ndarray, active: np.ndarray
-    ) -> tuple[BufferArg, np.ndarray, np.ndarray] | None:
-        """The argument the active lanes access, their element offsets and their lane numbers."""
+    ) -> list[tuple[BufferArg, np.ndarray, np.ndarray]]:
+        """Per argument the active lanes access: its element offsets and the lanes' numbers."""
         lanes = np.flatnonzero(active.reshape(-1))
         if lanes.size == 0 or self.observations is None:
-            return None
-        addresses = addresses.reshape(-1)[lanes]
-        arg = self.buffer_at(int(addresses[0]))
-        if arg is None:
-            return None
-        offsets = (addresses.astype(np.int64) - arg.ptr) // arg.itemsize
-        inside = (offsets + arg.origin >= 0) & (offsets + arg.origin < arg.size)
-        return arg, offsets[inside], lanes[inside]
+            return []
+        out = []
+        for arg, offsets, at in self.addresses.split(addresses.reshape(-1)[lanes]):
+            inside = (offsets + arg.origin >= 0) & (offsets + arg.origin < arg.size)
+            out.append((arg, offsets[inside], lanes[at][inside]))
+        return out
 
     def before_read(self, addresses: np.ndarray, active: np.ndarray, atomic: bool = False) -> None:
-        found = self._active_offsets(addresses, active)
-        if found is None:
-            return
-        arg, offsets, _ = found
+        for arg, offsets, _ in self._active_offsets(addresses, active):
+            self._before_read(arg, offsets, atomic)
+
+    def _before_read(self, arg: BufferArg, offsets: np.ndarray, atomic: bool) -> None:
         assert self.observations is not None
         me = self.launch.linear(self.recorder.program.pid)
         index = offsets + arg.origin
@@ -186,11 +258,19 @@ class MemoryGuard:
         after: np.ndarray | None,
         plain: bool,
     ) -> None:
-        found = self._active_offsets(addresses, active)
-        if found is None:
-            return
-        assert after is not None
-        arg, offsets, lanes = found
+        for arg, offsets, lanes in self._active_offsets(addresses, active):
+            assert after is not None
+            self._after_write(arg, offsets, lanes, before, after, plain)
+
+    def _after_write(
+        self,
+        arg: BufferArg,
+        offsets: np.ndarray,
+        lanes: np.ndarray,
+        before: np.ndarray,
+        after: np.ndarray,
+        plain: bool,
+    ) -> None:
         index = offsets + arg.origin
         initialised = self.state.initialised.get(arg.name)
         if initialised is not None:
@@ -254,17 +334,19 @@ class MemoryGuard:
         self, store: Callable[[], Any], addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, value: Any
     ) -> tuple[np.ndarray, Any, np.ndarray | None]:
         """Perform a checked store; the elements' values before it, its result, the values after it."""
-        before = triton_compat.raw_load(addresses, active, dtype)
+        host = self.addresses.host(addresses)
+        before = triton_compat.raw_load(host, active, dtype)
         result = store()
-        return before, result, triton_compat.raw_load(addresses, active, dtype)
+        return before, result, triton_compat.raw_load(host, active, dtype)
 
     def around(
         self, addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, atomic: Callable[[], Any]
     ) -> tuple[np.ndarray, Any, np.ndarray]:
         """Run an atomic; the elements' values before it, its result, the values after it."""
-        before = triton_compat.raw_load(addresses, active, dtype)
+        host = self.addresses.host(addresses)
+        before = triton_compat.raw_load(host, active, dtype)
         result = atomic()
-        return before, result, triton_compat.raw_load(addresses, active, dtype)
+        return before, result, triton_compat.raw_load(host, active, dtype)
 
     def _note_change(self, before: Any, after: Any, returned: Any = None) -> None:
         """Tell the turns of waiting programs that memory changed, or that an atomic polled it."""
@@ -295,6 +377,10 @@ class MemoryGuard:
 
         unmasked = [False]  # set while tl.load / tl.store without mask= runs (for the error's advice)
 
+        def host(ptrs: Any) -> Any:
+            # the interpreter moves elements at host addresses: the kernel's, translated, once checked
+            return triton_compat.handle_with_data(ptrs, self.addresses.host(ptrs.data))
+
         # 3.9's descriptor loads pass cache_policy= and is_volatile= by keyword: every hook passes
         # keywords on as they came
         def plain_load(*args: Any, **options: Any) -> Any:
@@ -315,7 +401,7 @@ class MemoryGuard:
             addresses, active = self.lanes(ptrs, mask)
             self.check("load", ptrs, addresses, active, unmasked[0])
             self.before_read(addresses, active)
-            result = self.load(lambda: load(ptrs, mask, other, *rest, **options), ptrs, other)
+            result = self.load(lambda: load(host(ptrs), mask, other, *rest, **options), ptrs, other)
             self.event("load", addresses, active, result.data, reads=True)
             if self.turns is not None:
                 self.turns.polled(self.locate(), result.data)
@@ -326,7 +412,7 @@ class MemoryGuard:
             self.check("store", ptrs, addresses, active, unmasked[0])
             dtype = triton_compat.pointer_element_np(ptrs)
             before, result, after = self.store(
-                lambda: store(ptrs, value, mask, *rest, **options), addresses, active, dtype, value
+                lambda: store(host(ptrs), value, mask, *rest, **options), addresses, active, dtype, value
             )
             self.after_write(addresses, active, before, after, plain=True)
             self.event("store", addresses, active, after, before, writes=True)
@@ -340,7 +426,7 @@ class MemoryGuard:
             dtype = triton_compat.pointer_element_np(ptrs)
             self.before_read(addresses, active, atomic=True)
             before, result, after = self.around(
-                addresses, active, dtype, lambda: rmw(op, ptrs, value, mask, *rest, **options)
+                addresses, active, dtype, lambda: rmw(op, host(ptrs), value, mask, *rest, **options)
             )
             self.after_write(addresses, active, before, after, plain=False)
             self.event(name, addresses, active, after, before, reads=True, writes=True)
@@ -353,7 +439,7 @@ class MemoryGuard:
             dtype = triton_compat.pointer_element_np(ptrs)
             self.before_read(addresses, active, atomic=True)
             before, result, after = self.around(
-                addresses, active, dtype, lambda: cas(ptrs, cmp, value, *rest, **options)
+                addresses, active, dtype, lambda: cas(host(ptrs), cmp, value, *rest, **options)
             )
             self.after_write(addresses, active, before, after, plain=False)
             self.event("atomic_cas", addresses, active, after, before, reads=True, writes=True)

@@ -167,11 +167,12 @@ class BatchGuard(MemoryGuard):
         self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
     ) -> None:
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
+        write = op != "load"
         self._access = None
         if self.precise:
-            if not self.addresses.in_bounds(addresses[active], itemsize).all():
+            if not self.addresses.allowed(addresses[active], itemsize, write=write):
                 # which program fails first is defined by the serial order: let it say so
-                raise BatchUnsupported("an access out of bounds")
+                raise BatchUnsupported("an access the guard refuses")
             return
         batch = addresses.shape[0]
         flat = addresses.reshape(batch, -1)
@@ -215,9 +216,15 @@ class BatchGuard(MemoryGuard):
         first, last = low[live].min(), high[live].max()
         arg = self.buffer_at(int(first))
         if arg is None or not (arg.lo <= first and int(last) + itemsize <= arg.hi):
-            if not self.addresses.in_bounds(addresses[active], itemsize).all():
-                raise BatchUnsupported("an access out of bounds")
+            if not self.addresses.allowed(addresses[active], itemsize, write=write):
+                raise BatchUnsupported("an access the guard refuses")
             raise NeedsPrecise("an access spans several arguments")
+        if not self._aligned(affine, flat, lanes, rows, itemsize) or (
+            write
+            and not arg.memory.all_writable
+            and not self.addresses.allowed(addresses[active], itemsize, write=True)
+        ):
+            raise BatchUnsupported("an access the guard refuses")
         size = arg.itemsize
         lo = np.where(live, (low - np.uint64(arg.lo)).astype(np.int64) // size, 0)
         hi = np.where(live, (high - np.uint64(arg.lo)).astype(np.int64) // size + 1, 0)
@@ -229,6 +236,28 @@ class BatchGuard(MemoryGuard):
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
         self._access = Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine, rows)
+
+    @staticmethod
+    def _aligned(
+        affine: Any, flat: Any, lanes: np.ndarray | None, rows: np.ndarray | None, itemsize: int
+    ) -> bool:
+        """Whether every active lane of a range-checked access is aligned to its element."""
+        if itemsize == 1:
+            return True
+        if affine is not None:  # from the tile's form: every lane is base + one of the lanes
+            base = np.broadcast_to(affine.base, (np.asarray(affine.base).size,))
+            if rows is not None and base.size > 1:
+                base = base[rows]
+            return not ((base % itemsize).any() or (affine.lanes % itemsize).any())
+        values = np.asarray(flat)
+        misaligned = (
+            (values & np.uint64(itemsize - 1)) != 0
+            if itemsize & (itemsize - 1) == 0
+            else values % np.uint64(itemsize) != 0
+        )
+        if lanes is not None:
+            misaligned &= lanes
+        return not misaligned.any()
 
     def load(self, load: Callable[[], Any], ptrs: Any, other: Any) -> Any:
         access = self._access
@@ -309,11 +338,12 @@ class BatchGuard(MemoryGuard):
             big = np.iinfo(np.int64).max
             lows = np.where(active, offsets, big).reshape(batch, -1).min(axis=1)
             highs = np.where(active, offsets, -big).reshape(batch, -1).max(axis=1) + 1
-            if self.update_maps:
-                index = offsets[active] + shared.origin
-                programs = np.repeat(self._linear, counts)
-                inside = (index >= 0) & (index < shared.size)
-                self.pairs.append((shared.name, programs[inside], index[inside], reads, writes))
+        if self.update_maps and counts.any():  # each lane counts for the argument it lies in
+            programs = np.repeat(self._linear, counts)
+            for arg, offsets_of_arg, lanes_of_arg in self.addresses.split(addresses[active]):
+                index = offsets_of_arg + arg.origin
+                inside = (index >= 0) & (index < arg.size)
+                self.pairs.append((arg.name, programs[lanes_of_arg][inside], index[inside], reads, writes))
         running = recorder.active
         for r, program in enumerate(recorder.programs):
             if running is not None and not running[r]:
@@ -329,12 +359,6 @@ class BatchGuard(MemoryGuard):
                     row_offsets = (addresses[r].astype(np.int64) - arg.ptr) // arg.itemsize
                     live = row_offsets[active[r]]
                     event.lo, event.hi = int(live.min()), int(live.max()) + 1
-                    if self.update_maps:
-                        index = live + arg.origin
-                        index = index[(index >= 0) & (index < arg.size)]
-                        self.pairs.append(
-                            (arg.name, np.full(index.size, self._linear[r]), index, reads, writes)
-                        )
                 if program.kept:
                     event.indices = row_offsets
             if program.kept and mask_rows is not None:
@@ -462,10 +486,10 @@ class BatchGuard(MemoryGuard):
             access = self._access
             if access is None or not access.direct:  # stored by the interpreter: undo by address
                 lanes = active.reshape(-1)
-                self.undo.stored(addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy())
+                self._stored(addresses.reshape(-1)[lanes], before.reshape(-1)[lanes].copy())
             return
         lanes = active.reshape(-1)
-        self.undo.stored(addresses.reshape(-1)[lanes].copy(), before.reshape(-1)[lanes].copy())
+        self._stored(addresses.reshape(-1)[lanes], before.reshape(-1)[lanes].copy())
         for arg, offsets, rows in self._per_argument(addresses, active):
             index = offsets + arg.origin
             me = self._linear_rows(rows)
@@ -501,6 +525,11 @@ class BatchGuard(MemoryGuard):
                 sites[index] = line
                 self._atomic_writer[arg.name][index] = me
 
+    def _stored(self, addresses: np.ndarray, old: np.ndarray) -> None:
+        """Keep what a store at the kernel's `addresses` overwrote (the undo puts it back at the
+        host addresses the interpreter wrote)."""
+        self.undo.stored(np.array(self.addresses.host(addresses), copy=True), old)
+
     def _per_argument(
         self, addresses: np.ndarray, active: np.ndarray
     ) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
@@ -511,20 +540,8 @@ class BatchGuard(MemoryGuard):
         )
         live = addresses[active]
         live_rows = rows[active]
-        if live.size == 0:
-            return
-        starts = self.addresses.starts
-        edges = np.searchsorted(starts, np.array([live.min(), live.max()]), side="right") - 1
-        if edges[0] == edges[1]:  # every lane in one argument's range: no per-lane lookup
-            arg = self.buffers[int(edges[0])]
-            yield arg, (live.astype(np.int64) - arg.ptr) // arg.itemsize, live_rows
-            return
-        owner = np.searchsorted(starts, live, side="right") - 1
-        for i in np.unique(owner):
-            arg = self.buffers[int(i)]
-            pick = owner == i
-            offsets = (live[pick].astype(np.int64) - arg.ptr) // arg.itemsize
-            yield arg, offsets, live_rows[pick]
+        for arg, offsets, at in self.addresses.split(live):
+            yield arg, offsets, live_rows[at]
 
     def _linear_rows(self, rows: np.ndarray) -> np.ndarray:
         return self._linear[rows]

@@ -74,6 +74,16 @@ def pointer_element_itemsize(handle: Any) -> int:
     return max(1, element.primitive_bitwidth // 8)
 
 
+def pointer_element_name(handle: Any) -> str:
+    """ "fp32", "i8", ... for the elements a pointer handle points to."""
+    return str(handle.get_element_ty())
+
+
+def handle_with_data(handle: Any, data: np.ndarray) -> Any:
+    """A handle of `handle`'s type holding `data` (a pointer block moved to other addresses)."""
+    return TensorHandle(data, handle.dtype)
+
+
 def pointer_element_np(handle: Any) -> np.dtype:
     return np_dtype(handle.get_element_ty())
 
