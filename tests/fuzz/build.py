@@ -67,7 +67,9 @@ def memmap(a: np.ndarray, mode: str) -> np.memmap:
     fd, path = tempfile.mkstemp(suffix=".bin")
     with os.fdopen(fd, "wb") as f:
         f.write(a.tobytes())
-    return np.memmap(path, dtype=a.dtype, mode=mode, shape=a.shape)
+    mapped = np.memmap(path, dtype=a.dtype, mode=mode, shape=a.shape)
+    os.unlink(path)  # the mapping outlives the name: no file is left behind
+    return mapped
 
 
 def frombytes(a: np.ndarray) -> np.ndarray:
