@@ -84,6 +84,12 @@ class KernelDeadlockError(KernelError):
     """The programs left in a launch all wait for memory that none of them will write."""
 
 
+class LaunchArgumentError(KernelError, TypeError, ValueError):
+    """An argument, a keyword or the grid that the launch cannot take; nothing ran and the
+    caller's arrays are untouched. A TypeError and a ValueError, as Triton's launcher raises for
+    the same mistakes (a missing argument, a grid of floats), and a KernelError that names the kernel."""
+
+
 class LaunchInterrupted(KeyboardInterrupt):
     """The launch was interrupted; the user's arrays are as they were before it.
 

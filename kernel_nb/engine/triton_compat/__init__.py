@@ -22,6 +22,7 @@ from kernel_nb.engine.triton_compat.compiler import (
     compile_source,
     current_device,
     gpu_target,
+    launch_option_names,
 )
 from kernel_nb.engine.triton_compat.descriptors import (
     dot_scaled_compute_type,
@@ -171,6 +172,7 @@ __all__ = [
     "is_value",
     "jit_source_function",
     "language_namespaces",
+    "launch_option_names",
     "libdevice_global",
     "libdevice_modules",
     "make_tuple",
