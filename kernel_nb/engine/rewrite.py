@@ -22,6 +22,19 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, target_names
 
 PROBE = "__tk__"
+LOOP_BOUND = "__tk__bound"  # checks a range loop's bounds as the compiler does (`loop_bound`)
+
+
+def loop_bound(value: Any, role: str) -> Any:
+    """A range loop's bound or step, refused as Triton's compiler refuses it when it is a block
+    (the interpreter would take one lane of it); `role` is "lower bound", "upper bound" or "step".
+
+    Raises:
+        CompileTimeError: the bound is a block of more than one element.
+    """
+    if triton_compat.is_tensor(value) and value.type.is_block():
+        raise triton_compat.CompileTimeError(f"For {role} must be a scalar, got {value.type}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,7 @@ class RewrittenFunction:
         namespace.update(triton_compat.rewrite_globals())
         namespace.update((name, triton_compat.libdevice_global(value)) for name, value in self.closure)
         namespace[PROBE] = probe
+        namespace[LOOP_BOUND] = loop_bound
         exec(self.code, namespace)
         return namespace[self.name]
 
@@ -293,7 +307,7 @@ class _Instrumenter(SiteWalker):
         stmt.iter = ast.copy_location(
             ast.Call(
                 ast.Attribute(ast.Name(PROBE, ast.Load()), "range", ast.Load()),
-                [func, *call.args],
+                [func, *_checked_bounds(call.args)],
                 call.keywords,
             ),
             call,
@@ -356,6 +370,17 @@ class _Instrumenter(SiteWalker):
         if back:
             tail.append(ast.If(ast.Name(merged, ast.Load()), _assign_from(merged, back), []))
         return [ast.copy_location(h, stmt) for h in head], [ast.copy_location(t, stmt) for t in tail]
+
+
+def _checked_bounds(args: list[ast.expr]) -> list[ast.expr]:
+    """A range call's positional arguments, each passed through `loop_bound` with its role."""
+    if any(isinstance(a, ast.Starred) for a in args) or not 1 <= len(args) <= 3:
+        return args
+    roles = ["upper bound"] if len(args) == 1 else ["lower bound", "upper bound", "step"][: len(args)]
+    return [
+        ast.copy_location(ast.Call(ast.Name(LOOP_BOUND, ast.Load()), [arg, ast.Constant(role)], []), arg)
+        for arg, role in zip(args, roles)
+    ]
 
 
 def _assign_from(source: str, names: list[str]) -> list[ast.stmt]:

@@ -75,6 +75,7 @@ from kernel_nb.engine.triton_compat.language import (
     libdevice_modules,
     patch_language,
     patch_value_reads,
+    refuse_block_as_int,
     standard_combines,
 )
 from kernel_nb.engine.triton_compat.methods import (
@@ -187,6 +188,7 @@ __all__ = [
     "poll_timeout_ns",
     "raw_load",
     "raw_store",
+    "refuse_block_as_int",
     "rewrite_globals",
     "rmw_op_name",
     "scalar_tensor",
