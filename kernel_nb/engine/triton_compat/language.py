@@ -3,6 +3,7 @@ namespaces those patches change, for the session to snapshot and restore."""
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -138,9 +139,10 @@ def refuse_block_as_int(value: Any) -> None:
     Raises:
         CompileTimeError: the value is such a block.
     """
-    if value.type.is_block() and int(np.prod(value.type.shape)) > 1:
+    shape = [int(n) for n in value.type.shape] if value.type.is_block() else []  # a tl.tuple in 3.6
+    if math.prod(shape) > 1:
         raise CompileTimeError(
-            f"a block of shape {list(value.type.shape)} cannot be used as an int (a range bound, an "
+            f"a block of shape {shape} cannot be used as an int (a range bound, an "
             "index, int()); only scalars can: reduce it first (tl.max, tl.sum) or use a scalar"
         )
 
