@@ -1,5 +1,5 @@
-"""A block where Python wants an int (`range(block)`, `a_tuple[block]`): refused as the compiler
-refuses it, in both strategies, instead of silently taking one lane."""
+"""A block where Python wants an int or a truth value (`range(block)`, `a_tuple[block]`, `if block:`):
+refused as the compiler refuses it, in both strategies, instead of silently taking one lane."""
 
 import numpy as np
 import pytest
@@ -76,3 +76,24 @@ def test_a_scalar_bound_still_runs():
     with kernel_nb.interpret():
         range_of_scalar[(2,)](x, out, BLOCK=4)
     assert out[0] == 5
+
+
+@triton.jit
+def if_block(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    values = tl.load(x_ptr + tl.arange(0, BLOCK))
+    if values > 4:
+        tl.store(out_ptr, 1)
+
+
+def test_a_block_used_as_a_condition_is_a_compile_error():
+    x = np.array([3, 5, 7, 9], np.int32)
+    out = np.zeros(1, np.int32)
+    with pytest.raises(kernel_nb.KernelError) as info, kernel_nb.interpret():
+        if_block[(2,)](x, out, BLOCK=4)
+    assert str(info.value) == (
+        f"if_block:{if_block.starting_line_number + 3} pid=(0,0,0): CompileTimeError: Boolean value of "
+        "Tensor with more than one value is ambiguous (a block of shape [4]); reduce it first (tl.max, "
+        "tl.min) or test a scalar"
+    )
+    assert isinstance(info.value, triton.CompilationError)
+    assert out[0] == 0
