@@ -91,7 +91,9 @@ class LaunchArgumentError(KernelError, TypeError, ValueError):
 
 
 class LaunchInterrupted(KeyboardInterrupt):
-    """The launch was interrupted; the user's arrays are as they were before it.
+    """The launch was interrupted; the user's arrays are as they were before it. (A Ctrl-C while
+    a finished launch writes its results back is held until they are all written: that error says
+    the arrays hold the results.)
 
     Attributes:
         kernel: the kernel's name.
