@@ -204,3 +204,28 @@ def test_a_second_ctrl_c_while_the_first_unwinds_is_the_same_launch_interrupted(
     assert str(info.value).endswith("; the arrays are unchanged")
     assert (out == 7).all()
     assert engine_args.BoundArguments.commit is original
+
+
+def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkeypatch):
+    host_access = engine_args._host_access
+
+    def interrupted_access(lo, hi):
+        read, write = host_access(lo, hi)
+
+        def write_then_interrupt(data):
+            _thread.interrupt_main()
+            time.sleep(0.2)
+            write(data)
+
+        return read, write_then_interrupt
+
+    monkeypatch.setattr(engine_args, "_host_access", interrupted_access)
+    x, y, out = _inputs()
+    with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    assert str(info.value) == (
+        "add_kernel: interrupted while its results were written back, which was completed first; "
+        "the launch finished and the arrays hold its results"
+    )
+    assert (out == x + y).all()
+    assert info.value.launch.status == "ok"
