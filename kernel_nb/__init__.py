@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel_nb.errors import KernelAssertionError, KernelError, KernelMemoryError, LaunchInterrupted
+from kernel_nb.errors import (
+    KernelAssertionError,
+    KernelError,
+    KernelMemoryError,
+    LaunchArgumentError,
+    LaunchInterrupted,
+)
 from kernel_nb.options import Options
 from kernel_nb.poison import poison
 from kernel_nb.session import Session, interpret
@@ -40,6 +46,7 @@ __all__ = [
     "KernelError",
     "KernelMemoryError",
     "Launch",
+    "LaunchArgumentError",
     "LaunchInterrupted",
     "MemoryEvent",
     "Options",

@@ -84,8 +84,16 @@ class KernelDeadlockError(KernelError):
     """The programs left in a launch all wait for memory that none of them will write."""
 
 
+class LaunchArgumentError(KernelError, TypeError, ValueError):
+    """An argument, a keyword or the grid that the launch cannot take; nothing ran and the
+    caller's arrays are untouched. A TypeError and a ValueError, as Triton's launcher raises for
+    the same mistakes (a missing argument, a grid of floats), and a KernelError that names the kernel."""
+
+
 class LaunchInterrupted(KeyboardInterrupt):
-    """The launch was interrupted; the user's arrays are as they were before it.
+    """The launch was interrupted; the user's arrays are as they were before it. (A Ctrl-C while
+    a finished launch writes its results back is held until they are all written: that error says
+    the arrays hold the results.)
 
     Attributes:
         kernel: the kernel's name.

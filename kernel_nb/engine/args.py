@@ -310,7 +310,7 @@ def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
     if len(members) == 1:
         read, write = _access(members[0])
     elif region.space == "host":
-        read, write = _host_access(region.lo, region.hi)
+        read, write = _swapped(_host_access(region.lo, region.hi), arrays.swap_itemsize(region))
     else:
         lo, hi = region.lo, region.hi
         accesses = [(m.lo, m.hi, *_access(m)) for m in members]
@@ -336,7 +336,7 @@ Access = tuple[Callable[[], np.ndarray], Callable[[np.ndarray], None]]
 def _access(leaf: arrays.ArrayLeaf) -> Access:
     """How to read a leaf's span of caller memory and write it back."""
     if leaf.space == "host":
-        return _host_access(leaf.lo, leaf.hi)
+        return _swapped(_host_access(leaf.lo, leaf.hi), leaf.dtype.itemsize if leaf.byteswapped else 0)
     if leaf.library == "torch":
         return _torch_device_access(leaf)
     region = arrays.Region(leaf.space, leaf.lo, leaf.hi, [leaf])
@@ -354,6 +354,25 @@ def _host_access(lo: int, hi: int) -> Access:
             target[changed] = data[changed]
 
     return read, write
+
+
+def _swapped(access: Access, itemsize: int) -> Access:
+    """An access whose copy holds the caller's elements in native byte order: the caller's bytes
+    swapped in `itemsize` steps on the way in and back on the way out (0: as they are). Every
+    element of a span starts a multiple of its size from the span's start, so one swap of the
+    whole span serves strided arrays too (the bytes between elements are swapped there and back)."""
+    if not itemsize:
+        return access
+    read, write = access
+    unit = np.dtype(f"u{itemsize}")
+
+    def read_native() -> np.ndarray:
+        return np.ascontiguousarray(read()).view(unit).byteswap().view(np.uint8)
+
+    def write_native(data: np.ndarray) -> None:
+        write(np.ascontiguousarray(data).view(unit).byteswap().view(np.uint8))
+
+    return read_native, write_native
 
 
 def _torch_device_access(leaf: arrays.ArrayLeaf) -> Access:
@@ -382,7 +401,8 @@ def _convert(name: str, value: Any, buffers: dict[str, BufferArg]) -> Any:
     if value is None:
         return None
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
-        return triton_compat.scalar_tensor(value.item() if isinstance(value, np.generic) else value)
+        return triton_compat.scalar_tensor(_scalar(name, value))
+    _check_passable(name, value)
     if arrays.is_tuple(value):
         return triton_compat.make_tuple(
             value, (_convert(f"{name}.{i}", item, buffers) for i, item in enumerate(value))
@@ -395,6 +415,48 @@ def _convert(name: str, value: Any, buffers: dict[str, BufferArg]) -> Any:
         )
         return triton_compat.implicit_convert(host)
     return value
+
+
+# The integers a GPU launch takes: int32, int64, or uint64 from 2**63 on (JITFunction's specialisation).
+_INT_RANGE = (-(2**63), 2**64)
+
+
+def _scalar(name: str, value: Any) -> bool | int | float:
+    """A scalar argument as a Python value, checked as Triton's launcher checks it.
+
+    Raises:
+        ArgumentError: an integer that does not fit in 64 bits.
+    """
+    plain = value.item() if isinstance(value, np.generic) else value
+    if isinstance(plain, int) and not isinstance(plain, bool) and not _INT_RANGE[0] <= plain < _INT_RANGE[1]:
+        raise ArgumentError(
+            f"argument {name}: {plain} does not fit in 64 bits; Triton passes integers from -2**63 to "
+            "2**64-1 (as int32, int64 or uint64): pass one in that range"
+        )
+    return plain
+
+
+# Python values a kernel argument can never be; Triton's launcher refuses them ("failed to
+# specialize"), and the interpreter would fail only inside the kernel, far from the cause.
+_DATA_KINDS = (str, bytes, bytearray, list, dict, set, frozenset, complex, np.generic, np.ndarray)
+
+
+def _check_passable(name: str, value: Any) -> None:
+    """Refuse an argument value no kernel parameter can take, saying what to pass instead.
+
+    Raises:
+        ArgumentError: a str, list, dict, complex number, numpy array of no Triton dtype, ...
+    """
+    if not isinstance(value, _DATA_KINDS) or triton_compat.is_value(value):
+        return
+    kind = type(value).__name__
+    if isinstance(value, (list, tuple, set, frozenset)):
+        remedy = "pass an array (np.asarray(x)) for a pointer, or a tuple"
+    elif isinstance(value, (complex, np.complexfloating)):
+        remedy = "pass its real and imaginary parts as two floats"
+    else:
+        remedy = "pass an int, a float or an array, or make the parameter a tl.constexpr"
+    raise ArgumentError(f"argument {name}: a {kind} cannot be passed to a kernel; {remedy}")
 
 
 def _descriptor_extra(value: Any) -> list[Any]:

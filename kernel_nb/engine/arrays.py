@@ -12,9 +12,10 @@ already imported them.
 from __future__ import annotations
 
 import ctypes
+import difflib
 import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,8 @@ class ArrayLeaf:
             cannot name); None otherwise.
         writeable: the caller's memory may be written (False: a read-only numpy array, a read-only
             memmap, the bytes behind `np.frombuffer(b)`, a tensor on read-only pages).
+        byteswapped: the caller's elements are in the other byte order (a numpy ">f4" array);
+            `dtype` is then the native one the kernel computes in, and copies swap their bytes.
     """
 
     name: str
@@ -82,6 +85,7 @@ class ArrayLeaf:
     array: Any
     element: Any = None
     writeable: bool = True
+    byteswapped: bool = False
 
     @property
     def device(self) -> int | None:
@@ -145,14 +149,45 @@ def parameters(
     parameters, such as num_warps, left out).
 
     Raises:
-        ArgumentError: the arguments do not fit the parameters.
+        ArgumentError: the arguments do not fit the parameters, or a keyword is neither a parameter
+            nor a launch option (Triton's launcher refuses it too).
     """
     signature = inspect.signature(fn)
     params = signature.parameters
+    names = list(params)
+    listed = f"(parameters: {', '.join(names)})"
+    options = triton_compat.launch_option_names()
+    for key in kwargs:
+        if key not in params and key not in options:
+            close = difflib.get_close_matches(key, [*names, *sorted(options)], n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ArgumentError(
+                f"keyword {key} is neither a parameter nor a launch option; {hint}pass a parameter "
+                f"({', '.join(names)}) or a launch option such as num_warps"
+            )
     try:
         return signature.bind(*args, **{k: v for k, v in kwargs.items() if k in params})
     except TypeError as exc:
-        raise ArgumentError(f"{fn.__name__}: {exc}") from None
+        raise ArgumentError(_misfit(params, args, kwargs, listed) or str(exc)) from None
+
+
+def _misfit(
+    params: Mapping[str, inspect.Parameter], args: tuple[Any, ...], kwargs: dict[str, Any], listed: str
+) -> str | None:
+    """Why arguments do not bind to the parameters, in the kernel's terms."""
+    names = list(params)
+    if len(args) > len(names):
+        return f"{len(args)} positional arguments for {len(names)} parameters; pass at most {len(names)} {listed}"
+    twice = [n for n in names[: len(args)] if n in kwargs]
+    if twice:
+        return f"argument {twice[0]} is given by position and by keyword; pass it once {listed}"
+    missing = [
+        n for n in names[len(args) :] if n not in kwargs and params[n].default is inspect.Parameter.empty
+    ]
+    if missing:
+        which = f"argument {missing[0]} is" if len(missing) == 1 else f"arguments {', '.join(missing)} are"
+        return f"{which} missing; pass {'it' if len(missing) == 1 else 'them'} {listed}"
+    return None
 
 
 def leaves(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[ArrayLeaf]:
@@ -213,12 +248,15 @@ def leaf_of(path: str, value: Any) -> ArrayLeaf | None:
         return _reinterpreted(path, value)
     if isinstance(value, np.ndarray):
         if value.dtype.name not in triton_compat.TL_DTYPES:
-            raise ArgumentError(f"argument {path}: numpy dtype {value.dtype} has no Triton equivalent")
-        return _leaf(
-            path, value, value.dtype, value.shape, value.strides, int(value.ctypes.data), "host", "numpy"
-        )
+            raise ArgumentError(_no_equivalent(path, "numpy", value.dtype))
+        # a GPU has one byte order: the kernel computes on native copies, swapped back on commit
+        dtype = value.dtype if value.dtype.isnative else value.dtype.newbyteorder("=")
+        leaf = _leaf(path, value, dtype, value.shape, value.strides, int(value.ctypes.data), "host", "numpy")
+        leaf.byteswapped = not value.dtype.isnative
+        return leaf
     module = type(value).__module__.split(".")[0]
     if module == "torch" and "torch" in sys.modules:
+        _check_torch_memory(path, value)
         dtype = torch_dtype(path, value.dtype)
         strides = tuple(s * dtype.itemsize for s in value.stride())
         space = "host" if value.device.type == "cpu" else f"cuda:{value.device.index or 0}"
@@ -226,7 +264,7 @@ def leaf_of(path: str, value: Any) -> ArrayLeaf | None:
     if module == "cupy" and "cupy" in sys.modules:
         dtype = np.dtype(value.dtype)
         if dtype.name not in triton_compat.TL_DTYPES:
-            raise ArgumentError(f"argument {path}: CuPy dtype {dtype} has no Triton equivalent")
+            raise ArgumentError(_no_equivalent(path, "CuPy", dtype))
         space = f"cuda:{value.device.id}"
         return _leaf(path, value, dtype, value.shape, value.strides, int(value.data.ptr), space, "cupy")
     if hasattr(value, "data_ptr") and not isinstance(value, Pointer):
@@ -234,6 +272,39 @@ def leaf_of(path: str, value: Any) -> ArrayLeaf | None:
             f"argument {path}: {type(value).__name__} is not supported; pass a numpy array, a torch tensor or a CuPy array"
         )
     return None
+
+
+def _no_equivalent(path: str, library: str, dtype: Any) -> str:
+    """The refusal of an array whose element type Triton has no equivalent of, with what to pass."""
+    text = f"argument {path}: {library} dtype {dtype} has no Triton equivalent"
+    kind = getattr(dtype, "kind", None)
+    if kind == "c" or "complex" in str(dtype):
+        if library == "torch":
+            return f"{text}; pass torch.view_as_real(x), its real and imaginary parts"
+        half = np.dtype(f"f{np.dtype(dtype).itemsize // 2}").name
+        return f"{text}; pass x.view(np.{half}), its real and imaginary parts"
+    if kind in ("O", "U", "S", "V", "M", "m"):
+        return f"{text}; pass an array of numbers"
+    return f"{text}; convert it to one Triton has (x.astype(np.float32), x.to(torch.float32))"
+
+
+def _check_torch_memory(path: str, tensor: Any) -> None:
+    """Refuse torch tensors whose elements are not plain strided memory on the CPU or a GPU."""
+    device = tensor.device.type
+    if device == "meta":
+        raise ArgumentError(
+            f"argument {path}: a torch tensor on the meta device has no data; pass a CPU or CUDA tensor"
+        )
+    if device not in ("cpu", "cuda"):
+        raise ArgumentError(
+            f"argument {path}: a torch tensor on device {tensor.device} is not supported; pass a CPU or "
+            "CUDA tensor (x.cpu())"
+        )
+    layout = str(tensor.layout).removeprefix("torch.")
+    if layout != "strided":
+        raise ArgumentError(
+            f"argument {path}: a torch tensor of layout {layout} has no strided memory; pass x.to_dense()"
+        )
 
 
 def torch_dtype(path: str, dtype: Any) -> np.dtype:
@@ -244,7 +315,7 @@ def torch_dtype(path: str, dtype: Any) -> np.dtype:
     """
     name = str(dtype).removeprefix("torch.")
     if name not in TORCH_TYPES:
-        raise ArgumentError(f"argument {path}: torch dtype {dtype} has no Triton equivalent")
+        raise ArgumentError(_no_equivalent(path, "torch", dtype))
     return np.dtype(TORCH_TYPES[name])
 
 
@@ -258,7 +329,35 @@ def regions(described: list[ArrayLeaf]) -> list[Region]:
             last.leaves.append(leaf)
         else:
             out.append(Region(leaf.space, leaf.lo, leaf.hi, [leaf]))
+    for region in out:
+        _check_byte_order(region)
     return out
+
+
+def _check_byte_order(region: Region) -> None:
+    """Overlapping leaves are copied as one region: byte-swapped ones only if all of them are, in
+    elements of one size that line up, so that one swap serves every leaf.
+
+    Raises:
+        ArgumentError: leaves of another byte order (or misaligned ones) share bytes.
+    """
+    first = region.leaves[0]
+    swapped = [leaf for leaf in region.leaves if leaf.byteswapped]
+    if not swapped or len(region.leaves) == 1:
+        return
+    size = swapped[0].dtype.itemsize
+    for leaf in region.leaves:
+        if not leaf.byteswapped or leaf.dtype.itemsize != size or (leaf.lo - region.lo) % size:
+            other = first if leaf is not first else region.leaves[1]
+            raise ArgumentError(
+                f"argument {leaf.name}: shares memory with argument {other.name} in another byte order; "
+                "pass native copies (x.astype(x.dtype.newbyteorder('=')))"
+            )
+
+
+def swap_itemsize(region: Region) -> int:
+    """The element size whose bytes a region's copies swap (0: the region is in native order)."""
+    return region.leaves[0].dtype.itemsize if region.leaves[0].byteswapped else 0
 
 
 def host_bytes(lo: int, hi: int) -> np.ndarray:
@@ -273,6 +372,11 @@ def _reinterpreted(path: str, wrapper: Any) -> ArrayLeaf:
     base = leaf_of(f"{path} (reinterpreted)", wrapper.base)
     if base is None:
         raise ArgumentError(f"argument {path}: triton.reinterpret of a {type(wrapper.base).__name__}")
+    if base.byteswapped:
+        raise ArgumentError(
+            f"argument {path}: triton.reinterpret of an array in non-native byte order; reinterpret a "
+            "native copy (x.astype(x.dtype.newbyteorder('=')))"
+        )
     dtype, element = triton_compat.storage_of(wrapper.dtype)
     if dtype is None:
         raise ArgumentError(

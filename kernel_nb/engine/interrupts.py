@@ -3,13 +3,17 @@
 A KeyboardInterrupt raised while numpy converts a shape (or inside any library code that turns
 errors into its own) comes out as that library's error, e.g. numpy's "TypeError: expected a
 sequence of integers". The watch notes the signal itself; the engine then reports the launch as
-interrupted (`LaunchInterrupted`, arrays unchanged) instead of blaming the kernel.
+interrupted (`LaunchInterrupted`, arrays unchanged) instead of blaming the kernel. While the
+engine turns an interrupt into that error, the watch holds further Ctrl-C (`held`), so that a
+second press cannot cut the report short into a bare KeyboardInterrupt.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -19,7 +23,17 @@ class InterruptWatch:
 
     def __init__(self) -> None:
         self.seen = False
+        self._holding = False
         self._previous: Any = None
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Ctrl-C noted but not raised while entered (the launch is already ending as interrupted)."""
+        holding, self._holding = self._holding, True
+        try:
+            yield
+        finally:
+            self._holding = holding
 
     def __enter__(self) -> InterruptWatch:
         self.seen = False
@@ -32,6 +46,8 @@ class InterruptWatch:
 
         def noted(signum: int, frame: FrameType | None) -> Any:
             self.seen = True
+            if self._holding:
+                return None
             return previous(signum, frame)
 
         signal.signal(signal.SIGINT, noted)

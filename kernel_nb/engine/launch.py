@@ -4,6 +4,7 @@ results to the caller's arrays, and replay single programs later on."""
 
 from __future__ import annotations
 
+import operator
 import time
 import weakref
 from collections.abc import Callable
@@ -13,10 +14,12 @@ import numpy as np
 
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
+from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
+from kernel_nb.errors import LaunchArgumentError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, ProgramTrace
 
@@ -40,9 +43,36 @@ class Engine:
         Raises:
             KernelError: a program failed (memory guard, device_assert, an exception in the kernel);
                 the caller's arrays are unchanged and the error's `launch` holds what was recorded.
-            LaunchInterrupted: Ctrl-C; the caller's arrays are unchanged.
+            LaunchInterrupted: Ctrl-C; the caller's arrays are unchanged (but for a Ctrl-C while
+                the results are written back, held until they all are: the message says so).
+            LaunchArgumentError: an argument, a keyword, the grid or the pids selection the launch
+                cannot take; nothing ran.
         """
         jit = triton_compat.innermost_jit(kernel)
+        fn = jit.fn
+        name = fn.__name__
+        # watched from the first step: Ctrl-C while arguments are copied is the launch's too
+        with self.interrupts:
+            try:
+                return self._launch(jit, grid, args, kwargs, index)
+            except (LaunchInterrupted, LaunchArgumentError):
+                raise
+            except KeyboardInterrupt as stray:
+                # Ctrl-C outside the programs (setup, clean-up), or a second one while the first
+                # unwound: the launch is interrupted all the same, nothing was committed
+                with self.interrupts.held():
+                    raise _interrupted(name, stray) from None
+            except ArgumentError as exc:
+                raise LaunchArgumentError(f"{name}: {exc}", kernel=name) from None
+            except Exception:
+                if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
+                    with self.interrupts.held():
+                        raise _interrupted(name, None) from None
+                raise
+
+    def _launch(
+        self, jit: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int
+    ) -> Launch:
         self.rewrites.note_source(jit)
         fn = jit.fn
         bound = bind(fn, args, kwargs)
@@ -50,24 +80,33 @@ class Engine:
         launch = Launch(
             index=index,
             kernel=fn.__name__,
-            grid=_resolve_grid(grid, {**kwargs, **bound.originals}),
+            grid=_resolve_grid(grid, {**bound.originals, **kwargs}),
             args=bound.infos,
             budget_bytes=self.options.budget_bytes,
         )
+        _check_pids(self.options, launch.grid)
         snapshot = bound.snapshot()
         launch.snapshot = _typed_snapshot(bound, snapshot)
         order = _program_order(launch.grid, self.options)
         started = time.perf_counter()
         context: SerialRun | None = None
         try:
-            with self.interrupts:
-                context = self._run(fn, launch, bound, snapshot, order)
+            context = self._run(fn, launch, bound, snapshot, order)
         finally:
             launch.duration_s = time.perf_counter() - started
             if context is not None:
                 launch.kept_bytes = context.recorder.kept_bytes
                 context.dismantle()
-        bound.commit(lambda name: launch.buffers[name].written)
+        try:
+            bound.commit(lambda name: launch.buffers[name].written)
+        except KeyboardInterrupt:
+            raise LaunchInterrupted(
+                f"{launch.kernel}: interrupted while its results were written back, which was "
+                "completed first; the launch finished and the arrays hold its results",
+                kernel=launch.kernel,
+                pid=None,
+                launch=launch,
+            ) from None
         # the launch holds its replayer: a weak reference back lets the launch be freed as soon as
         # nobody holds it (a cycle would keep its arrays until a garbage collection)
         owner = weakref.ref(launch)
@@ -147,16 +186,98 @@ def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray
         bmap.clear()
 
 
+def _interrupted(kernel: str, stray: BaseException | None) -> LaunchInterrupted:
+    """The launch's LaunchInterrupted: the one its programs raised where a second Ctrl-C cut into
+    its unwinding, else one for an interrupt outside the programs."""
+    first = stray.__context__ if stray is not None else None
+    while first is not None and not isinstance(first, LaunchInterrupted):
+        first = first.__context__
+    if isinstance(first, LaunchInterrupted):
+        return first
+    return LaunchInterrupted(
+        f"{kernel}: interrupted before its programs ran or after they stopped; the arrays are unchanged",
+        kernel=kernel,
+        pid=None,
+    )
+
+
+# A GPU's grid limits (CUDA's maximum grid dimensions; ROCm's are no smaller).
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+_GRID_FORM = "a tuple of 1 to 3 ints"
+
+
 def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:
+    """The launch's grid as (x, y, z), checked as a GPU launch checks it.
+
+    Raises:
+        ArgumentError: the grid (or what the grid function returns) is not 1 to 3 non-negative
+            ints within the GPU's limits, or the grid function raised.
+    """
+    given = grid
     if callable(grid):
-        grid = grid({k: triton_compat.unwrap_constexpr(v) for k, v in meta.items()})
-    if isinstance(grid, int):
+        try:
+            grid = grid({k: triton_compat.unwrap_constexpr(v) for k, v in meta.items()})
+        except Exception as exc:  # the user's function, whatever it raises: reported with the launch
+            raise ArgumentError(
+                f"the grid function raised {type(exc).__name__}: {exc}; it is called with a dict of the "
+                f"launch's arguments by name ({', '.join(meta)})"
+            ) from exc
+    what = f"the grid function's result {grid!r}" if callable(given) else f"grid {grid!r}"
+    if _is_int(grid):
         grid = (grid,)
-    dims = tuple(int(g) for g in grid)
-    if not 1 <= len(dims) <= 3 or any(g < 0 for g in dims):
-        raise ValueError(f"grid must have 1 to 3 non-negative sizes, got {grid!r}")
-    padded = dims + (1,) * (3 - len(dims))
+    if not isinstance(grid, (tuple, list)):
+        raise ArgumentError(
+            f"{what} is not {_GRID_FORM}; launch as kernel[(x,)], kernel[(x, y, z)] or kernel[fn]"
+        )
+    if not 1 <= len(grid) <= 3:
+        raise ArgumentError(f"{what} has {len(grid)} axes; a grid has 1 to 3")
+    dims: list[int] = []
+    for axis, size in enumerate(grid):
+        if not _is_int(size):
+            raise ArgumentError(
+                f"{what} has size {size!r} on axis {axis}, not an int; pass ints, e.g. triton.cdiv(n, BLOCK)"
+            )
+        value = int(size)
+        if value < 0:
+            raise ArgumentError(f"{what} has size {value} on axis {axis}; sizes are 0 or more")
+        if value > GRID_LIMITS[axis]:
+            raise ArgumentError(
+                f"{what} has {value} programs on axis {axis}, more than a GPU launches "
+                f"({GRID_LIMITS[axis]}); put more programs on axis 0 (up to {GRID_LIMITS[0]}) or give each more work"
+            )
+        dims.append(value)
+    padded = (*dims, 1, 1)
     return (padded[0], padded[1], padded[2])
+
+
+def _is_int(value: Any) -> bool:
+    """An integer as Triton's launcher takes one for a grid size: anything with `__index__`
+    (Python and numpy ints, a 0-d integer tensor), not a float or a string."""
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_pids(options: Options, grid: Pid) -> None:
+    """Refuse a program selection that selects no program of the grid (a misspelt pid would
+    otherwise keep nothing, silently).
+
+    Raises:
+        ArgumentError: none of `options.pids` lies in the grid.
+    """
+    if options.pids == "all" or not options.pids:
+        return
+    inside = [p for p in options.pids if all(0 <= p[i] < grid[i] for i in range(3))]
+    if not inside:
+        shown = ", ".join(f"({p[0]},{p[1]},{p[2]})" for p in options.pids[:4])
+        more = f" and {len(options.pids) - 4} more" if len(options.pids) > 4 else ""
+        raise ArgumentError(
+            f"pids {shown}{more} select no program of the grid ({grid[0]}, {grid[1]}, {grid[2]}); "
+            f"select pids (x, y, z) with x < {grid[0]}, y < {grid[1]}, z < {grid[2]}"
+        )
 
 
 def _program_order(grid: Pid, options: Options) -> list[Pid]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import textwrap
 import types
 from collections import Counter, OrderedDict
@@ -22,6 +23,38 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, target_names
 
 PROBE = "__tk__"
+LOOP_BOUND = "__tk__bound"  # checks a range loop's bounds as the compiler does (`loop_bound`)
+CONDITION = "__tk__condition"  # checks an if's or a while's condition as the compiler does
+
+
+def condition(value: Any) -> Any:
+    """An `if` or `while` condition, refused as Triton's compiler refuses it when it is a block of
+    more than one element (the interpreter takes every such block as true). Only the kernel's own
+    statements are checked: triton.language's Python takes the truth of blocks on purpose.
+
+    Raises:
+        CompileTimeError: the condition is such a block.
+    """
+    if triton_compat.is_tensor(value) and value.type.is_block():
+        shape = [int(n) for n in value.type.shape]  # a tl.tuple in triton 3.6
+        if math.prod(shape) > 1:
+            raise triton_compat.CompileTimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous (a block of shape {shape}); "
+                "reduce it first (tl.max, tl.min) or test a scalar"
+            )
+    return value
+
+
+def loop_bound(value: Any, role: str) -> Any:
+    """A range loop's bound or step, refused as Triton's compiler refuses it when it is a block
+    (the interpreter would take one lane of it); `role` is "lower bound", "upper bound" or "step".
+
+    Raises:
+        CompileTimeError: the bound is a block of more than one element.
+    """
+    if triton_compat.is_tensor(value) and value.type.is_block():
+        raise triton_compat.CompileTimeError(f"For {role} must be a scalar, got {value.type}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -67,6 +100,8 @@ class RewrittenFunction:
         namespace.update(triton_compat.rewrite_globals())
         namespace.update((name, triton_compat.libdevice_global(value)) for name, value in self.closure)
         namespace[PROBE] = probe
+        namespace[LOOP_BOUND] = loop_bound
+        namespace[CONDITION] = condition
         exec(self.code, namespace)
         return namespace[self.name]
 
@@ -174,6 +209,7 @@ def rewrite(
     called = _called_names(fdef)
     for transformer in triton_compat.stock_transformers():
         tree = transformer.visit(tree)
+    tree = _CheckedConditions().visit(tree)
     instrumenter = _Instrumenter(instrument, set(breakpoints))
     transformed = tree.body[0]
     assert isinstance(transformed, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -202,6 +238,24 @@ def rewrite(
         calls_inline_asm=any("inline_asm" in name for name in called),
         uses_atomics=any(name.startswith("atomic_") for name in called),
     )
+
+
+class _CheckedConditions(ast.NodeTransformer):
+    """`if c:` and `while c:` become `if __tk__condition(c):` (see `condition`)."""
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self.generic_visit(node)
+        node.test = _checked(node.test)
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self.generic_visit(node)
+        node.test = _checked(node.test)
+        return node
+
+
+def _checked(test: ast.expr) -> ast.expr:
+    return ast.copy_location(ast.Call(ast.Name(CONDITION, ast.Load()), [test], []), test)
 
 
 def _called_names(fdef: ast.AST) -> set[str]:
@@ -293,7 +347,7 @@ class _Instrumenter(SiteWalker):
         stmt.iter = ast.copy_location(
             ast.Call(
                 ast.Attribute(ast.Name(PROBE, ast.Load()), "range", ast.Load()),
-                [func, *call.args],
+                [func, *_checked_bounds(call.args)],
                 call.keywords,
             ),
             call,
@@ -356,6 +410,17 @@ class _Instrumenter(SiteWalker):
         if back:
             tail.append(ast.If(ast.Name(merged, ast.Load()), _assign_from(merged, back), []))
         return [ast.copy_location(h, stmt) for h in head], [ast.copy_location(t, stmt) for t in tail]
+
+
+def _checked_bounds(args: list[ast.expr]) -> list[ast.expr]:
+    """A range call's positional arguments, each passed through `loop_bound` with its role."""
+    if any(isinstance(a, ast.Starred) for a in args) or not 1 <= len(args) <= 3:
+        return args
+    roles = ["upper bound"] if len(args) == 1 else ["lower bound", "upper bound", "step"][: len(args)]
+    return [
+        ast.copy_location(ast.Call(ast.Name(LOOP_BOUND, ast.Load()), [arg, ast.Constant(role)], []), arg)
+        for arg, role in zip(args, roles)
+    ]
 
 
 def _assign_from(source: str, names: list[str]) -> list[ast.stmt]:

@@ -116,7 +116,9 @@ def test_overlapping_arrays_share_one_region_and_distinct_ones_do_not():
 
 def test_refusals_name_the_argument():
     with pytest.raises(
-        arrays.ArgumentError, match=r"^argument a: numpy dtype complex64 has no Triton equivalent$"
+        arrays.ArgumentError,
+        match=r"^argument a: numpy dtype complex64 has no Triton equivalent; pass x\.view\(np\.float32\), "
+        r"its real and imaginary parts$",
     ):
         arrays.leaves(one_kernel.fn, (np.zeros(2, np.complex64),), {})
     pointer = _reinterpreted(np.zeros(2, np.float32), tl.pointer_type(tl.float32))
@@ -146,8 +148,61 @@ def test_torch_dtypes_taken_are_those_with_a_triton_element_type():
         "float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
     }  # fmt: skip
     with pytest.raises(
-        arrays.ArgumentError, match=r"^argument a: torch dtype torch.complex64 has no Triton equivalent$"
+        arrays.ArgumentError,
+        match=r"^argument a: torch dtype torch.complex64 has no Triton equivalent; pass "
+        r"torch\.view_as_real\(x\), its real and imaginary parts$",
     ):
         arrays.leaves(one_kernel.fn, (torch.zeros(2, dtype=torch.complex64),), {})
     with pytest.raises(arrays.ArgumentError, match=r"^argument a: torch dtype torch.float8_e4m3fnuz has no"):
         arrays.leaves(one_kernel.fn, (torch.zeros(2, dtype=torch.float8_e4m3fnuz),), {})
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch tensors")
+def test_torch_tensors_without_strided_host_or_cuda_memory_are_refused():
+    import torch
+
+    cases = [
+        (
+            torch.ones(4, device="meta"),
+            "argument a: a torch tensor on the meta device has no data; pass a CPU or CUDA tensor",
+        ),
+        (
+            torch.ones(4).to_sparse(),
+            "argument a: a torch tensor of layout sparse_coo has no strided memory; pass x.to_dense()",
+        ),
+    ]
+    for tensor, message in cases:
+        with pytest.raises(arrays.ArgumentError) as info:
+            arrays.leaves(one_kernel.fn, (tensor,), {})
+        assert str(info.value) == message
+
+
+def test_numpy_arrays_of_no_triton_dtype_are_refused_with_what_to_pass():
+    cases = [
+        (np.array(["a"]), "argument a: numpy dtype <U1 has no Triton equivalent; pass an array of numbers"),
+        (
+            np.zeros(2, np.longdouble),
+            f"argument a: numpy dtype {np.dtype(np.longdouble)} has no Triton equivalent; convert it to one "
+            "Triton has (x.astype(np.float32), x.to(torch.float32))",
+        ),
+    ]
+    for value, message in cases:
+        with pytest.raises(arrays.ArgumentError) as info:
+            arrays.leaves(one_kernel.fn, (value,), {})
+        assert str(info.value) == message
+
+
+def test_a_big_endian_array_is_described_in_native_order_and_marked_swapped():
+    (leaf,) = arrays.leaves(one_kernel.fn, (np.zeros(3, ">f4"),), {})
+    assert leaf.dtype == np.dtype("=f4")
+    assert leaf.byteswapped
+
+
+def test_overlapping_arrays_of_different_byte_orders_are_refused():
+    base = np.zeros(8, ">i4")
+    with pytest.raises(arrays.ArgumentError) as info:
+        arrays.regions(arrays.leaves(two_kernel.fn, (base, base.view("<i4")), {}))
+    assert str(info.value) == (
+        "argument b: shares memory with argument a in another byte order; pass native copies "
+        "(x.astype(x.dtype.newbyteorder('=')))"
+    )

@@ -28,6 +28,7 @@ def _uniform(data: np.ndarray, loop_mask: LoopMask) -> np.ndarray:
 
 def _index(loop_mask: LoopMask) -> Callable[[Any], int]:
     def index(self: Any) -> int:
+        triton_compat.refuse_block_as_int(self)  # as the serial strategy and the compiler do
         return int(_uniform(self.handle.data, loop_mask)[0])
 
     return index

@@ -22,6 +22,7 @@ from kernel_nb.engine.triton_compat.compiler import (
     compile_source,
     current_device,
     gpu_target,
+    launch_option_names,
 )
 from kernel_nb.engine.triton_compat.descriptors import (
     dot_scaled_compute_type,
@@ -74,6 +75,7 @@ from kernel_nb.engine.triton_compat.language import (
     libdevice_modules,
     patch_language,
     patch_value_reads,
+    refuse_block_as_int,
     standard_combines,
 )
 from kernel_nb.engine.triton_compat.methods import (
@@ -174,6 +176,7 @@ __all__ = [
     "is_value",
     "jit_source_function",
     "language_namespaces",
+    "launch_option_names",
     "libdevice_global",
     "libdevice_modules",
     "make_tuple",
@@ -189,6 +192,7 @@ __all__ = [
     "poll_timeout_ns",
     "raw_load",
     "raw_store",
+    "refuse_block_as_int",
     "rewrite_globals",
     "rmw_op_name",
     "scalar_tensor",

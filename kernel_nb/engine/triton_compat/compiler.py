@@ -29,6 +29,33 @@ def backend_names() -> set[str]:
     return set(backends)
 
 
+# What JITFunction.run itself adds to a launch's keywords, whatever the backend.
+_RUN_OPTIONS = frozenset({"debug", "instrumentation_mode", "fpsan_homomorphic_casts"})
+
+
+def launch_option_names() -> frozenset[str]:
+    """The keywords besides a kernel's parameters that a GPU launch accepts: the fields of every
+    installed backend's options (CUDAOptions, HIPOptions: num_warps, num_stages, maxnreg, ...);
+    JITFunction.run refuses any other keyword (`_pack_args`)."""
+    import dataclasses
+    import importlib
+
+    names = set(_RUN_OPTIONS)
+    for backend in ("nvidia", "amd"):
+        try:
+            module = importlib.import_module(f"triton.backends.{backend}.compiler")
+        except Exception:  # a backend this Triton build does not have
+            continue
+        for member in vars(module).values():
+            if (
+                isinstance(member, type)
+                and member.__name__.endswith("Options")
+                and dataclasses.is_dataclass(member)
+            ):
+                names.update(f.name for f in dataclasses.fields(member))
+    return frozenset(names)
+
+
 def current_device() -> int:
     """The device Triton's active driver launches on.
 

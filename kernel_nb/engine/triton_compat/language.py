@@ -3,6 +3,7 @@ namespaces those patches change, for the session to snapshot and restore."""
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -123,7 +124,27 @@ def libdevice_global(value: Any) -> Any:
 def _patch_index(tensor_cls: type) -> None:
     # triton 3.6 uses int(handle.data), which numpy >= 2.4 refuses for a 1-element 1-D array:
     # `range(n)` with a runtime n would raise. The session's snapshot restores the class afterwards.
-    tensor_cls.__index__ = lambda self: int(np.asarray(self.handle.data).reshape(-1)[0])  # type: ignore[attr-defined]
+    # A block of several elements is refused as the compiler refuses it (lane 0 would be silently wrong).
+    def index(self: Any) -> int:
+        refuse_block_as_int(self)
+        return int(np.asarray(self.handle.data).reshape(-1)[0])
+
+    tensor_cls.__index__ = index  # type: ignore[attr-defined]
+
+
+def refuse_block_as_int(value: Any) -> None:
+    """Refuse a block of more than one element where Python wants an int: `range(block)`,
+    `a_tuple[block]`, `int(block)`. Triton's compiler takes only scalars there.
+
+    Raises:
+        CompileTimeError: the value is such a block.
+    """
+    shape = [int(n) for n in value.type.shape] if value.type.is_block() else []  # a tl.tuple in 3.6
+    if math.prod(shape) > 1:
+        raise CompileTimeError(
+            f"a block of shape {shape} cannot be used as an int (a range bound, an "
+            "index, int()); only scalars can: reduce it first (tl.max, tl.sum) or use a scalar"
+        )
 
 
 def language_namespaces() -> list[Any]:

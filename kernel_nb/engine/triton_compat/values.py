@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import triton.language as tl
 
-from kernel_nb.engine.triton_compat.interpreter import TensorHandle, np_dtype, semantic
+from kernel_nb.engine.triton_compat.interpreter import TensorHandle, np_dtype
 
 
 def pointer_tensor(address: int, element: Any) -> Any:
@@ -18,14 +18,20 @@ def pointer_tensor(address: int, element: Any) -> Any:
 
 
 def scalar_tensor(value: bool | int | float) -> Any:
-    """A scalar kernel argument. Floats are fp32, as a compiled kernel receives them."""
+    """A scalar kernel argument. Floats are fp32, as a compiled kernel receives them; integers are
+    int32, int64 or uint64 as Triton's launcher types them (the caller checks the range)."""
     if isinstance(value, bool):
         return tl.tensor(TensorHandle(np.array([value], dtype=np.bool_), tl.int1), tl.int1)
     if isinstance(value, float):
         return tl.tensor(TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
-    ty = semantic().to_tensor_type(value) if hasattr(semantic(), "to_tensor_type") else None
-    if ty is None:
-        ty = tl.int32 if -(2**31) <= value < 2**31 else tl.int64
+    # the launcher's types (JITFunction's specialisation), not the language's for constants: an int
+    # from 2**31 to 2**32 is an int64 argument, where the language would make a constant uint32
+    if -(2**31) <= value < 2**31:
+        ty = tl.int32
+    elif value >= 2**63:
+        ty = tl.uint64
+    else:
+        ty = tl.int64
     return tl.tensor(TensorHandle(np.array([value], dtype=np_dtype(ty)), ty), ty)
 
 

@@ -1,0 +1,231 @@
+"""Launch setup errors: the grid, keywords, missing arguments and the pids selection, each refused
+before anything runs with one line naming the kernel; and Ctrl-C at any point of a launch."""
+
+import _thread
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import kernel_nb
+from kernel_nb.engine import args as engine_args
+from kernel_nb.engine import launch as engine_launch
+from tests.engine import kernels as k
+
+
+def _inputs():
+    x = np.arange(300, dtype=np.float32)
+    return x, x + 1, np.full(300, 7.0, np.float32)
+
+
+def _refused(grid, message, **kwargs):
+    x, y, out = _inputs()
+    before = [a.copy() for a in (x, y, out)]
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret() as session:
+        k.add_kernel[grid](x, y, out, 300, **({"BLOCK": 128} | kwargs))
+    assert str(info.value) == message
+    assert info.value.kernel == "add_kernel"
+    assert session.launches == []
+    for array, saved in zip((x, y, out), before):
+        assert array.tobytes() == saved.tobytes()
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        (
+            (2.5,),
+            "add_kernel: grid (2.5,) has size 2.5 on axis 0, not an int; pass ints, e.g. triton.cdiv(n, BLOCK)",
+        ),
+        (
+            "8",
+            "add_kernel: grid '8' is not a tuple of 1 to 3 ints; launch as kernel[(x,)], kernel[(x, y, z)] or kernel[fn]",
+        ),
+        (
+            None,
+            "add_kernel: grid None is not a tuple of 1 to 3 ints; launch as kernel[(x,)], kernel[(x, y, z)] or kernel[fn]",
+        ),
+        (
+            (3, "2"),
+            "add_kernel: grid (3, '2') has size '2' on axis 1, not an int; pass ints, e.g. triton.cdiv(n, BLOCK)",
+        ),
+        ((-1,), "add_kernel: grid (-1,) has size -1 on axis 0; sizes are 0 or more"),
+        ((1, 1, 1, 1), "add_kernel: grid (1, 1, 1, 1) has 4 axes; a grid has 1 to 3"),
+        ((), "add_kernel: grid () has 0 axes; a grid has 1 to 3"),
+        (
+            (2**31,),
+            "add_kernel: grid (2147483648,) has 2147483648 programs on axis 0, more than a GPU launches "
+            "(2147483647); put more programs on axis 0 (up to 2147483647) or give each more work",
+        ),
+        (
+            (1, 65536),
+            "add_kernel: grid (1, 65536) has 65536 programs on axis 1, more than a GPU launches (65535); "
+            "put more programs on axis 0 (up to 2147483647) or give each more work",
+        ),
+        (
+            lambda meta: "abc",
+            "add_kernel: the grid function's result 'abc' is not a tuple of 1 to 3 ints; launch as "
+            "kernel[(x,)], kernel[(x, y, z)] or kernel[fn]",
+        ),
+        (
+            lambda meta: (meta["BLOCKS"],),
+            "add_kernel: the grid function raised KeyError: 'BLOCKS'; it is called with a dict of the "
+            "launch's arguments by name (x_ptr, y_ptr, out_ptr, n, BLOCK)",
+        ),
+    ],
+)
+def test_bad_grids_are_refused_naming_the_kernel_and_the_grid(grid, message):
+    error = _refused(grid, message)
+    assert isinstance(error, (TypeError, ValueError))
+
+
+def test_grids_of_integers_in_any_form_run():
+    x, y, out = _inputs()
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(np.int64(3),)](x, y, out, 300, BLOCK=128)
+        k.add_kernel[[3, np.int32(1)]](x, y, out, 300, BLOCK=128)
+        k.add_kernel[lambda meta: (300 // meta["BLOCK"] + 1,)](x, y, out, 300, BLOCK=128)
+    assert [launch.grid for launch in session.launches] == [(3, 1, 1), (3, 1, 1), (3, 1, 1)]
+    assert (out == x + y).all()
+
+
+def test_a_misspelt_keyword_is_refused_with_the_parameters():
+    _refused(
+        (3,),
+        "add_kernel: keyword BLOKC is neither a parameter nor a launch option; did you mean BLOCK? "
+        "pass a parameter (x_ptr, y_ptr, out_ptr, n, BLOCK) or a launch option such as num_warps",
+        BLOKC=3,
+    )
+
+
+def test_launch_options_are_taken():
+    x, y, out = _inputs()
+    with kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128, num_warps=8, num_stages=2, num_ctas=1, maxnreg=128)
+    assert (out == x + y).all()
+
+
+def test_missing_and_surplus_arguments_are_refused():
+    x, y, out = _inputs()
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300)
+    assert str(info.value) == (
+        "add_kernel: argument BLOCK is missing; pass it (parameters: x_ptr, y_ptr, out_ptr, n, BLOCK)"
+    )
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, 128, 1)
+    assert str(info.value) == (
+        "add_kernel: 6 positional arguments for 5 parameters; pass at most 5 "
+        "(parameters: x_ptr, y_ptr, out_ptr, n, BLOCK)"
+    )
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, 128, n=300)
+    assert str(info.value) == (
+        "add_kernel: argument n is given by position and by keyword; pass it once "
+        "(parameters: x_ptr, y_ptr, out_ptr, n, BLOCK)"
+    )
+
+
+def test_a_pids_selection_outside_the_grid_is_refused():
+    x, y, out = _inputs()
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret(pids=((5, 0, 0),)):
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    assert str(info.value) == (
+        "add_kernel: pids (5,0,0) select no program of the grid (3, 1, 1); "
+        "select pids (x, y, z) with x < 3, y < 1, z < 1"
+    )
+    assert (out == 7).all()
+
+
+def _interrupt_in(seconds):
+    threading.Timer(seconds, _thread.interrupt_main).start()
+
+
+@pytest.mark.parametrize("step", ["bind", "snapshot", "grid"])
+def test_ctrl_c_during_setup_is_a_launch_interrupted(monkeypatch, step):
+    """Setup steps patched to be slow, so that the interrupt lands in them."""
+    originals = {"bind": engine_launch.bind, "grid": engine_launch._resolve_grid}
+
+    def slow(*args, **kwargs):
+        time.sleep(5)
+        return originals[step](*args, **kwargs)
+
+    if step == "snapshot":
+        original_snapshot = engine_args.BoundArguments.snapshot
+
+        def slow_snapshot(self):
+            time.sleep(5)
+            return original_snapshot(self)
+
+        monkeypatch.setattr(engine_args.BoundArguments, "snapshot", slow_snapshot)
+    else:
+        monkeypatch.setattr(engine_launch, {"bind": "bind", "grid": "_resolve_grid"}[step], slow)
+    x, y, out = _inputs()
+    _interrupt_in(0.5)
+    with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    assert str(info.value) == (
+        "add_kernel: interrupted before its programs ran or after they stopped; the arrays are unchanged"
+    )
+    assert (out == 7).all()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_second_ctrl_c_while_the_first_unwinds_is_the_same_launch_interrupted(monkeypatch):
+    """The first Ctrl-C stops the programs; the second lands in the launch's clean-up (the
+    detectors' finish, made slow) and must not surface as a bare KeyboardInterrupt."""
+    from kernel_nb import checks
+
+    finish = checks.finish
+
+    def slow_finish(*args, **kwargs):
+        if slow_finish.interrupted:
+            _thread.interrupt_main()
+            time.sleep(0.5)
+        return finish(*args, **kwargs)
+
+    slow_finish.interrupted = False
+    monkeypatch.setattr(checks, "finish", slow_finish)
+    original = engine_args.BoundArguments.commit
+    x, y, out = _inputs()
+
+    def progress(done, total):
+        slow_finish.interrupted = True
+        _thread.interrupt_main()
+        time.sleep(0.5)
+
+    with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret(progress=progress):
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    assert type(info.value) is kernel_nb.LaunchInterrupted
+    assert str(info.value).startswith("add_kernel: interrupted at pid=")
+    assert str(info.value).endswith("; the arrays are unchanged")
+    assert (out == 7).all()
+    assert engine_args.BoundArguments.commit is original
+
+
+def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkeypatch):
+    host_access = engine_args._host_access
+
+    def interrupted_access(lo, hi):
+        read, write = host_access(lo, hi)
+
+        def write_then_interrupt(data):
+            _thread.interrupt_main()
+            time.sleep(0.2)
+            write(data)
+
+        return read, write_then_interrupt
+
+    monkeypatch.setattr(engine_args, "_host_access", interrupted_access)
+    x, y, out = _inputs()
+    with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    assert str(info.value) == (
+        "add_kernel: interrupted while its results were written back, which was completed first; "
+        "the launch finished and the arrays hold its results"
+    )
+    assert (out == x + y).all()
+    assert info.value.launch.status == "ok"
