@@ -15,6 +15,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
+from kernel_nb.engine.order import ProgramOrder
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.options import Options
@@ -80,7 +81,7 @@ class Engine:
         launch: Launch,
         bound: BoundArguments,
         snapshot: list[np.ndarray],
-        order: list[Pid],
+        order: ProgramOrder,
     ) -> SerialRun:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
         reason = unsupported_reason(
@@ -159,15 +160,9 @@ def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:
     return (padded[0], padded[1], padded[2])
 
 
-def _program_order(grid: Pid, options: Options) -> list[Pid]:
-    gx, gy, gz = grid
-    order = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
-    if options.order == "reverse":
-        order.reverse()
-    elif options.order == "shuffle":
-        permutation = np.random.default_rng(options.seed).permutation(len(order))
-        order = [order[i] for i in permutation]
-    return order
+def _program_order(grid: Pid, options: Options) -> ProgramOrder:
+    """The launch's programs in the order the options ask for, made one at a time as they run."""
+    return ProgramOrder(grid, options.order, options.seed)
 
 
 def _typed_snapshot(bound: BoundArguments, snapshot: list[np.ndarray]) -> dict[str, np.ndarray]:
