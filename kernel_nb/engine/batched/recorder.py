@@ -31,6 +31,18 @@ from kernel_nb.trace import (
     TileRows,
 )
 
+# names hold the statements' values; the temporaries of an expression come on top, about as many
+WORKING_SET_FACTOR = 2
+
+
+class Oversized(Exception):
+    """The batch's values outgrow `Options.working_set_bytes`: it is undone and run again in
+    batches of `fits` programs."""
+
+    def __init__(self, fits: int) -> None:
+        super().__init__(f"batches of {fits} programs fit the working set")
+        self.fits = fits
+
 
 class BatchRecorder(MaskedLoops, Recorder):
     """Records a batch: each value's rows are its programs' values."""
@@ -68,6 +80,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._held_whole: dict[int, np.ndarray] = {}
         self._held_bytes = 0
         self._arenas = {id(b.memory.copy) for b in addresses.buffers}  # the arguments' host copies
+        # per statement, the most bytes one program's value took (see `program_bytes`)
+        self._value_bytes: dict[int, int] = {}
 
     def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
         """Start recording a batch; observations go to `observations` (None: none)."""
@@ -126,7 +140,37 @@ class BatchRecorder(MaskedLoops, Recorder):
         full = data.reshape((b, *shape)) if data.size == b * int(np.prod(shape)) else data
         return np.broadcast_to(full, (width, *full.shape[1:])) if b != width else full
 
+    def program_bytes(self) -> int:
+        """What one program's values take while it runs, by the batches so far: the largest value
+        of each statement (a name holds it until its next assignment; the first batch of one
+        program also counts the values all programs share)."""
+        return sum(self._value_bytes.values())
+
+    def _measure(self, stmt: int, value: Any) -> None:
+        if not triton_compat.is_tensor(value):
+            return
+        data = triton_compat.tensor_data(value)
+        if not isinstance(data, np.ndarray) or not data.ndim or not data.shape[0] or not data.strides[0]:
+            return  # a scalar, or a value the programs share
+        if data.shape[0] == 1 and len(self.batch) > 1:
+            return  # one row for every program of the batch: shared, not per program
+        per_program = data.nbytes // data.shape[0]
+        if per_program <= self._value_bytes.get(stmt, 0):
+            return
+        self._value_bytes[stmt] = per_program
+        fits = self.batch_fits()
+        if fits < len(self.batch):
+            raise Oversized(fits)
+
+    def batch_fits(self, most: int = 1 << 62) -> int:
+        """How many programs' values `Options.working_set_bytes` holds (at least 1, at most `most`)."""
+        per_program = WORKING_SET_FACTOR * self.program_bytes()
+        if not per_program:
+            return most
+        return max(1, min(most, self.options.working_set_bytes // per_program))
+
     def record(self, stmt: int, value: Any) -> None:
+        self._measure(stmt, value)
         tile = self._pointer_tile(value)
         if tile is not None:
             self._record_tile(stmt, value, *tile)
