@@ -10,6 +10,7 @@ from typing import Literal
 
 DEFAULT_BUDGET = 64 << 20  # other programs are replayed from the launch's inputs when looked at
 DEFAULT_WORKING_SET = 64 << 20
+DEFAULT_SUMMARY_BYTES = 256 << 20
 
 PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
@@ -31,6 +32,10 @@ class Options:
         working_set_bytes: bytes the values of the programs the batched strategy runs together may
             take (as measured on the programs run so far): it sizes the batches, so that a launch
             holds about budget_bytes + working_set_bytes + its arguments whatever its grid.
+        summary_bytes: bytes of summaries (a program's trace, and a summary per statement and
+            loop iteration, as Python objects: see trace/aggregates) a launch keeps; the programs
+            run after it is reached keep per-statement aggregates only (`Launch.aggregates`) and
+            are replayed from the inputs when looked at.
         capture: record statements (False: only memory events, findings and outputs).
         launch: interpret only the N-th launch (0-based) made in the session; others run as usual.
         autotune_config: which config of an @triton.autotune kernel to run (index; no benchmarking).
@@ -53,6 +58,7 @@ class Options:
     pids: PidSelection = "all"
     budget_bytes: int = DEFAULT_BUDGET
     working_set_bytes: int = DEFAULT_WORKING_SET
+    summary_bytes: int = DEFAULT_SUMMARY_BYTES
     capture: bool = True
     launch: int | None = None
     autotune_config: int = 0
@@ -78,7 +84,7 @@ class Options:
             raise ValueError(f"pids must be 'all' or a tuple of (x, y, z) program ids, got {self.pids!r}")
         if not isinstance(self.budget_bytes, int) or self.budget_bytes < 0:
             raise ValueError(f"budget_bytes must be a non-negative int, got {self.budget_bytes!r}")
-        for name in ("working_set_bytes",):
+        for name in ("working_set_bytes", "summary_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")

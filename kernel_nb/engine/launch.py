@@ -144,6 +144,7 @@ def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray
     """Forget what a failed attempt at the launch did."""
     bound.restore(snapshot)
     launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
+    launch.aggregated, launch.aggregates, launch.summary_bytes = 0, {}, 0
     for bmap in launch.buffers.values():
         bmap.clear()
 

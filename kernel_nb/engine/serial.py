@@ -185,8 +185,11 @@ class SerialRun:
                         kernel(**values)
                     finally:
                         program.stdout = "".join(tee.parts)
-                        if wanted:
-                            launch.programs[program_id] = program
+                        if self.replay:
+                            if wanted:
+                                launch.programs[program_id] = program
+                        else:
+                            launch.add_program(program, self.options.summary_bytes)
 
                 if self.turns is None:
                     for done, program_id in enumerate(order):

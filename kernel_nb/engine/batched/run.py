@@ -204,8 +204,7 @@ class BatchedRun(SerialRun):
         self.observations.merge(batch_observations)
         self.guard.commit_counts()
         self.recorder.trim()
-        for program in self.recorder.programs:
-            self.launch.programs[program.pid] = program
+        self.launch.add_batch(self.recorder.programs, self.recorder.record_blocks, self.options.summary_bytes)
 
 
 def _groups(pids: list[Pid], values: np.ndarray) -> list[list[Pid]]:
