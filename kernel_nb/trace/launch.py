@@ -60,8 +60,7 @@ class Launch:
         statements: every recorded place, indexed by `Statement.id`.
         sources: the kernel's and its helpers' source, by function name.
         programs: per program id, what it recorded (summaries for all, values for the kept ones),
-            for the programs that ran before the launch held `Options.summary_bytes` of summaries
-            (and every kept one).
+            for the programs that ran before the launch held `Options.summary_bytes` of summaries.
         aggregated: how many programs ran after that: their summaries are folded into
             `aggregates`, per statement, and `program` replays them when asked.
         aggregates: per statement id, the aggregated programs' summaries combined.
@@ -149,10 +148,11 @@ class Launch:
         return inside and bool(self.aggregated) and self.status == "ok" and self.replayer is not None
 
     def add_program(self, program: ProgramTrace, limit: int) -> None:
-        """Keep a program that ran: whole while the launch's summaries stay within `limit` bytes
-        (or its values are kept), else as per-statement aggregates."""
+        """Keep a program that ran: whole while the launch's summaries stay within `limit` bytes,
+        else as per-statement aggregates (its values too, if kept, are then dropped: programs
+        that record nothing are kept whatever the capture budget, and would grow without end)."""
         cost = held_bytes(len(program.records))
-        if program.kept or self.summary_bytes + cost <= limit:
+        if self.summary_bytes + cost <= limit:
             self.summary_bytes += cost
             self.programs[program.pid] = program
             return
@@ -169,7 +169,7 @@ class Launch:
         folded = np.zeros(len(programs), bool)
         for row, (program, count) in enumerate(zip(programs, counts.tolist())):
             cost = held_bytes(count)
-            if program.kept or self.summary_bytes + cost <= limit:
+            if self.summary_bytes + cost <= limit:
                 self.summary_bytes += cost
                 self.programs[program.pid] = program
             else:

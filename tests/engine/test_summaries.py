@@ -1,8 +1,14 @@
 """A launch's summaries stay within Options.summary_bytes: past it, per-statement aggregates."""
 
+import gc
+import tracemalloc
+
 import numpy as np
+import pytest
 
 import kernel_nb
+from bench import memory_kernels as mk
+from kernel_nb.errors import LaunchInterrupted
 from kernel_nb.trace import Aggregate
 from kernel_nb.trace.aggregates import held_bytes
 from tests.engine import kernels as k
@@ -48,3 +54,52 @@ def test_summaries_of_many_programs_stay_within_the_bytes():
     records = sum(len(p.records) for p in launch.programs.values())
     assert held_bytes(0) * len(launch.programs) + (held_bytes(1) - held_bytes(0)) * records <= 100_000
     assert len(launch.programs) + launch.aggregated == 64
+
+
+def _noop_memory(programs, **options):
+    """Bytes held after, and at most during, a launch of a kernel that records its argument only."""
+    x = np.zeros(1, np.float32)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with kernel_nb.interpret(**options) as session:
+            mk.noop_kernel[(programs,)](x)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return session.trace[0], held, peak
+
+
+def test_a_launch_of_four_times_the_programs_holds_no_more():
+    small, small_held, small_peak = _noop_memory(5000, summary_bytes=100 * held_bytes(1))
+    large, large_held, large_peak = _noop_memory(20000, summary_bytes=100 * held_bytes(1))
+    assert len(small.programs) == len(large.programs) == 100
+    assert (small.aggregated, large.aggregated) == (4900, 19900)
+    assert large_held < 2 * small_held + (256 << 10)
+    assert large_peak < 2 * small_peak + (256 << 10)
+
+
+@pytest.mark.parametrize("order", ["serial", "reverse", "shuffle"])
+def test_an_interrupt_ends_the_largest_grid_with_its_programs_bounded(order):
+    x = np.arange(4, dtype=np.float32)
+
+    def interrupt(done, total):
+        assert total == 2**31 - 1
+        if done >= 3000:
+            raise KeyboardInterrupt
+
+    tracemalloc.start()
+    try:
+        with (
+            pytest.raises(LaunchInterrupted) as raised,
+            kernel_nb.interpret(order=order, progress=interrupt, summary_bytes=500 * held_bytes(1)),
+        ):
+            mk.noop_kernel[(2**31 - 1,)](x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    launch = raised.value.launch
+    assert launch is not None and launch.status == "interrupted"
+    assert len(launch.programs) <= 500
+    assert peak < 16 << 20
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32))

@@ -52,11 +52,11 @@ def test_a_launch_holds_programs_up_to_its_summary_bytes_then_aggregates():
     )
 
 
-def test_kept_programs_are_held_whatever_the_summary_bytes():
-    launch = Launch(0, "k", (3, 1, 1), [])
-    for i in range(3):
-        launch.add_program(ProgramTrace((i, 0, 0), kept=i == 2), 0)
-    assert list(launch.programs) == [(2, 0, 0)] and launch.aggregated == 2
+def test_kept_programs_count_too_as_those_that_record_nothing_are_all_kept():
+    launch = Launch(0, "k", (1000, 1, 1), [])
+    for i in range(1000):
+        launch.add_program(ProgramTrace((i, 0, 0), kept=True), 5 * held_bytes(0))
+    assert len(launch.programs) == 5 and launch.aggregated == 995
 
 
 def test_an_aggregated_program_of_a_failed_launch_is_not_looked_up():
