@@ -251,10 +251,18 @@ class SerialRun:
         recorder, b = self.recorder, triton_compat.builder()
 
         def save() -> Any:
-            return (recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts)
+            return (
+                recorder.program,
+                recorder.keep,
+                recorder.kept_before,
+                recorder.seq,
+                recorder.frames,
+                tee.parts,
+            )
 
         def restore(state: Any) -> None:
-            recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts = state
+            program, keep, before, recorder.seq, recorder.frames, tee.parts = state
+            recorder.program, recorder.keep, recorder.kept_before = program, keep, before
             triton_compat.set_program(b, recorder.program.pid)
 
         report = None if progress is None else (lambda done: _report_progress(progress, done, len(order)))

@@ -89,7 +89,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.observations = observations
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
-        open_budget = self.capture and self.kept_bytes < self.budget
+        open_budget = self.capture and not self.spent and self.kept_bytes < self.budget
         self.keep_rows = np.array(
             [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
         )
@@ -400,15 +400,20 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.held += held if block.rows is None else np.where(block.rows, held, 0)
         kept = self._kept_programs
         spent = np.cumsum(self.held[kept])
-        if kept.size < 2 or self.kept_bytes + spent[-2] < self.budget:
+        cut = np.flatnonzero(self.kept_bytes + spent > self.cut_at())
+        if cut.size:  # that program is cut (see Recorder.check_budget): it and those after keep none
+            self.keep_rows[kept[cut[0] :]] = False
+        elif kept.size < 2 or self.kept_bytes + spent[-2] < self.budget:
             return  # every kept program but the last is still under the budget
-        reached = np.flatnonzero(self.kept_bytes + spent >= self.budget)
-        if reached.size and reached[0] + 1 < kept.size:
+        else:
+            reached = np.flatnonzero(self.kept_bytes + spent >= self.budget)
+            if not (reached.size and reached[0] + 1 < kept.size):
+                return
             self.keep_rows[kept[reached[0] + 1 :]] = False
-            picked = np.flatnonzero(self.keep_rows)
-            self._kept_programs = picked
-            self.kept_index = None if picked.size == len(self.batch) else picked
-            self.keep = bool(picked.size)
+        picked = np.flatnonzero(self.keep_rows)
+        self._kept_programs = picked
+        self.kept_index = None if picked.size == len(self.batch) else picked
+        self.keep = bool(picked.size)
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
@@ -490,9 +495,11 @@ class BatchRecorder(MaskedLoops, Recorder):
             held = block.row_bytes()
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
         for program, size in zip(self.programs, sizes.tolist()):
-            if program.kept and self.kept_bytes < self.budget:
-                self.kept_bytes += size
-                continue
+            if program.kept and not self.spent and self.kept_bytes < self.budget:
+                if self.kept_bytes + size <= self.cut_at():
+                    self.kept_bytes += size
+                    continue
+                self.spent = True  # cut, as Recorder.check_budget cuts a serial program
             program.kept = False
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
