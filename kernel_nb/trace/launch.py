@@ -122,14 +122,14 @@ class Launch:
         return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
 
     def program(self, pid: int | tuple[int, ...]) -> ProgramTrace:
-        """The program's trace, with values: replayed from the snapshot when they were not kept.
+        """The program's trace, with values: replayed from the snapshot when they were not kept
+        (or when only its aggregates were: see `aggregated`).
 
         Raises:
             KeyError: the program did not run (outside the grid, or the launch failed earlier).
         """
         key = as_pid(pid)
-        if key not in self.programs and self._aggregated(key):
-            assert self.replayer is not None
+        if self.aggregated_only(key) and self.replayer is not None:
             replayed = self.replayer(key)
             # held by the caller only: the launch's programs stay within their bytes
             self.programs.pop(key, None)
@@ -141,11 +141,11 @@ class Launch:
         self.programs[key] = replayed
         return replayed
 
-    def _aggregated(self, pid: Pid) -> bool:
+    def aggregated_only(self, pid: Pid) -> bool:
         """Whether `pid` ran and only its aggregates were kept (every program of a launch that
-        finished ran; a program past the limit of one that stopped early may not have)."""
-        inside = all(0 <= p < g for p, g in zip(pid, self.grid))
-        return inside and bool(self.aggregated) and self.status == "ok" and self.replayer is not None
+        finished ran; one past the limit of a launch that stopped early may not have)."""
+        inside = all(0 <= p < g for p, g in zip(pid, self.grid)) and pid not in self.programs
+        return inside and bool(self.aggregated) and self.status == "ok"
 
     def add_program(self, program: ProgramTrace, limit: int) -> None:
         """Keep a program that ran: whole while the launch's summaries stay within `limit` bytes,
