@@ -106,3 +106,21 @@ def test_the_working_set_sizes_the_batches(monkeypatch):
     with kernel_nb.interpret(strategy="auto"):
         k.add_kernel[(n // block,)](x, y, np.zeros(n, np.float32), n, BLOCK=block)
     assert [size for size, _ in finished] == [n // block]  # the default working set holds them all
+
+
+def test_a_loops_summaries_count_in_the_working_set(monkeypatch):
+    from bench import memory_kernels as mk
+
+    programs, steps, working_set = 200, 50, 64 << 10
+    finished = _finished_batches(monkeypatch)
+    out = np.zeros(programs, np.float32)
+    with kernel_nb.interpret(strategy="auto", working_set_bytes=working_set) as session:
+        mk.loop_kernel[(programs,)](out, STEPS=steps)
+    launch = session.trace[0]
+    assert launch.strategy == "batched"
+    np.testing.assert_array_equal(out, np.full(programs, steps, np.float32))
+    assert sum(size for size, _ in finished) == programs
+    summaries = 2 * steps * batched_recorder.SUMMARY_ROW_BYTES  # the loop variable and acc
+    for size, per_program in finished:
+        assert per_program >= summaries
+        assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set

@@ -33,6 +33,7 @@ from kernel_nb.trace import (
 
 # names hold the statements' values; the temporaries of an expression come on top, about as many
 WORKING_SET_FACTOR = 2
+SUMMARY_ROW_BYTES = 24  # a record's summary in a batch: its row of three float64 columns
 
 
 class Oversized(Exception):
@@ -82,11 +83,16 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._arenas = {id(b.memory.copy) for b in addresses.buffers}  # the arguments' host copies
         # per statement, the most bytes one program's value took (see `program_bytes`)
         self._value_bytes: dict[int, int] = {}
+        # per program, bytes of summary columns the running batch made so far, and the most a batch
+        # made: a loop's records stay until the batch ends
+        self._summary_bytes = 0
+        self._summary_peak = 0
 
     def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
         """Start recording a batch; observations go to `observations` (None: none)."""
         self.batch = pids
         self.observations = observations
+        self._summary_bytes = 0
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
         open_budget = self.capture and not self.spent and self.kept_bytes < self.budget
@@ -143,8 +149,9 @@ class BatchRecorder(MaskedLoops, Recorder):
     def program_bytes(self) -> int:
         """What one program's values take while it runs, by the batches so far: the largest value
         of each statement (a name holds it until its next assignment; the first batch of one
-        program also counts the values all programs share)."""
-        return sum(self._value_bytes.values())
+        program also counts the values all programs share), and the summaries a batch made for it
+        (every record's, until the batch ends)."""
+        return sum(self._value_bytes.values()) + self._summary_peak
 
     def _measure(self, stmt: int, value: Any) -> None:
         if not triton_compat.is_tensor(value):
@@ -390,6 +397,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         budget, none after it can be kept."""
         if isinstance(block, RecordBlock):
             self.record_blocks.append(block)
+            self._summary_bytes += SUMMARY_ROW_BYTES
+            if self._summary_bytes > self._summary_peak:
+                self._summary_peak = self._summary_bytes
+                fits = self.batch_fits()
+                if fits < len(self.batch):
+                    raise Oversized(fits)
         else:
             self.event_blocks.append(block)
         if not self.keep:

@@ -186,7 +186,9 @@ class BatchedRun(SerialRun):
             return
         except Oversized as over:
             self.guard.rollback()
-            fits = over.fits  # the groups run once the batch's frames, and their values, are gone
+            # the statements still to come take more: halving at least, a batch is cut a few
+            # times, not once per statement; the groups run once the batch's frames are gone
+            fits = min(over.fits, max(1, len(pids) // 2))
         except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):
             raise
         except Exception as exc:  # the serial strategy reports it with the failing program's id
