@@ -11,6 +11,10 @@ equal the serial strategy's, records and findings included; wherever the batched
 guarantee that (one program reading what another wrote, an out-of-bounds access whose first
 occurrence only the serial order defines, prints, tensor descriptors), `BatchUnsupported` is
 raised and the launch runs serially from its input snapshot.
+
+A batch holds as many programs as `Options.working_set_bytes` lets it by what one program's
+values and summaries took so far (`_batch_sizes`); one that outgrows it is undone like a
+divergent one and run again in smaller groups.
 """
 
 from __future__ import annotations
