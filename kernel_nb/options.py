@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 DEFAULT_BUDGET = 64 << 20  # other programs are replayed from the launch's inputs when looked at
+DEFAULT_WORKING_SET = 64 << 20
+DEFAULT_SUMMARY_BYTES = 256 << 20
 
 PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
@@ -27,6 +29,13 @@ class Options:
         pids: programs whose full values are kept: "all" (as far as the budget allows), or a
             tuple of program ids. Summaries are kept for every program either way.
         budget_bytes: bytes of recorded values to keep per launch; programs past it keep summaries.
+        working_set_bytes: bytes the values of the programs the batched strategy runs together may
+            take (as measured on the programs run so far): it sizes the batches, so that a launch
+            holds about budget_bytes + working_set_bytes + its arguments whatever its grid.
+        summary_bytes: bytes of summaries (a program's trace, and a summary per statement and
+            loop iteration, as Python objects: see trace/aggregates) a launch keeps; the programs
+            run after it is reached keep per-statement aggregates only (`Launch.aggregates`) and
+            are replayed from the inputs when looked at.
         capture: record statements (False: only memory events, findings and outputs).
         launch: interpret only the N-th launch (0-based) made in the session; others run as usual.
         autotune_config: which config of an @triton.autotune kernel to run (index; no benchmarking).
@@ -48,6 +57,8 @@ class Options:
 
     pids: PidSelection = "all"
     budget_bytes: int = DEFAULT_BUDGET
+    working_set_bytes: int = DEFAULT_WORKING_SET
+    summary_bytes: int = DEFAULT_SUMMARY_BYTES
     capture: bool = True
     launch: int | None = None
     autotune_config: int = 0
@@ -73,6 +84,10 @@ class Options:
             raise ValueError(f"pids must be 'all' or a tuple of (x, y, z) program ids, got {self.pids!r}")
         if not isinstance(self.budget_bytes, int) or self.budget_bytes < 0:
             raise ValueError(f"budget_bytes must be a non-negative int, got {self.budget_bytes!r}")
+        for name in ("working_set_bytes", "summary_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
         if self.launch is not None and (not isinstance(self.launch, int) or self.launch < 0):
             raise ValueError(f"launch must be a non-negative launch index, got {self.launch!r}")
         if self.order not in ("serial", "reverse", "shuffle"):

@@ -17,6 +17,7 @@ from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
+from kernel_nb.engine.order import ProgramOrder
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.errors import LaunchArgumentError, LaunchInterrupted
@@ -119,7 +120,7 @@ class Engine:
         launch: Launch,
         bound: BoundArguments,
         snapshot: list[np.ndarray],
-        order: list[Pid],
+        order: ProgramOrder,
     ) -> SerialRun:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
         reason = unsupported_reason(
@@ -182,6 +183,7 @@ def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray
     """Forget what a failed attempt at the launch did."""
     bound.restore(snapshot)
     launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
+    launch.aggregated, launch.aggregates, launch.summary_bytes = 0, {}, 0
     for bmap in launch.buffers.values():
         bmap.clear()
 
@@ -280,15 +282,9 @@ def _check_pids(options: Options, grid: Pid) -> None:
         )
 
 
-def _program_order(grid: Pid, options: Options) -> list[Pid]:
-    gx, gy, gz = grid
-    order = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
-    if options.order == "reverse":
-        order.reverse()
-    elif options.order == "shuffle":
-        permutation = np.random.default_rng(options.seed).permutation(len(order))
-        order = [order[i] for i in permutation]
-    return order
+def _program_order(grid: Pid, options: Options) -> ProgramOrder:
+    """The launch's programs in the order the options ask for, made one at a time as they run."""
+    return ProgramOrder(grid, options.order, options.seed)
 
 
 def _typed_snapshot(bound: BoundArguments, snapshot: list[np.ndarray]) -> dict[str, np.ndarray]:

@@ -1,7 +1,11 @@
 """The recorder that instrumented kernels call: statement values, loop iterations, helper call paths.
 
 Full values are kept for the selected programs while the launch's capture budget lasts; every
-program keeps summaries. The rewritten code calls a `FunctionProbe` (one per function per launch),
+program keeps summaries. The budget is checked as a program runs, not only when it starts: a
+program starts keeping values while the bytes kept before it are under the budget, and one whose
+values would take the launch past twice the budget (or the budget and `CUT_SLACK`, if more) is
+cut (`cut_at`): its values are dropped, it is replayed when looked at, and no program after it
+keeps values. The rewritten code calls a `FunctionProbe` (one per function per launch),
 which numbers its function's statements into the launch's statement table.
 """
 
@@ -24,6 +28,11 @@ from kernel_nb.trace import Pid, ProgramTrace, Record, Statement, Summary
 
 if TYPE_CHECKING:
     from kernel_nb.options import Options
+
+
+# what the program that reaches a small budget may keep past it: a budget of a few KiB (set to
+# have programs replayed) still keeps an ordinary first program whole
+CUT_SLACK = 1 << 20
 
 
 @dataclass
@@ -59,6 +68,9 @@ class Recorder:
         self.capture = options.capture
         self.budget = options.budget_bytes
         self.kept_bytes = 0
+        self.kept_before = 0  # kept_bytes when the running program started
+        self.spent = False  # a program was cut: the budget keeps no more programs
+        self.forced = False
         self.addresses = addresses
         self.program = ProgramTrace((0, 0, 0))
         self.keep = False
@@ -75,11 +87,33 @@ class Recorder:
     def begin(self, pid: Pid, *, force_keep: bool = False) -> ProgramTrace:
         """Start recording a program; its values are kept if selected and the budget allows."""
         selected = self.selected is None or pid in self.selected
-        self.keep = force_keep or (self.capture and selected and self.kept_bytes < self.budget)
+        self.check_budget()  # the last program's last events
+        open_budget = not self.spent and self.kept_bytes < self.budget
+        self.keep = force_keep or (self.capture and selected and open_budget)
+        self.forced = force_keep
+        self.kept_before = self.kept_bytes
         self.program = ProgramTrace(pid, kept=self.keep)
         self.seq = 0
         self.frames = [_Frame("")]
         return self.program
+
+    def cut_at(self) -> int:
+        """The kept bytes past which the running program is cut (see the module's docstring)."""
+        return self.budget + max(self.budget, CUT_SLACK)
+
+    def check_budget(self, more: int = 0) -> None:
+        """Cut the running program if keeping `more` bytes of it would pass `cut_at`: its values
+        go, it is no longer kept, and the budget keeps no program after it."""
+        program = self.program
+        if not program.kept or self.forced or self.kept_bytes + more <= self.cut_at():
+            return
+        for record in program.records:
+            record.value = None
+        for event in program.events:
+            event.indices = event.mask = event.values = event.before = None
+        program.kept = self.keep = False
+        self.kept_bytes = self.kept_before
+        self.spent = True
 
     def lane_rows(
         self, bad: np.ndarray
@@ -118,6 +152,8 @@ class Recorder:
             summary=Summary.of(data),
             pointer_arg=pointer_arg,
         )
+        if self.keep:
+            self.check_budget(data.nbytes)
         if self.keep:
             record.value = np.array(data, copy=True)
             self.kept_bytes += record.value.nbytes

@@ -11,7 +11,7 @@ import linecache
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,9 @@ from kernel_nb.engine.waiting import Deadlock, Turns, waits
 from kernel_nb.errors import KernelCompileError, KernelDeadlockError, KernelError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, SourceInfo, Statement
+
+# programs that wait for each other take turns in threads of their own, one per program
+MAX_TURNS = 1 << 16
 
 
 @dataclass
@@ -151,9 +154,15 @@ class SerialRun:
         finally:
             self.recorder.pop_call()
 
-    def run(self, order: list[Pid]) -> None:
+    def run(self, order: Collection[Pid]) -> None:
         launch = self.launch
         progress = self.options.progress
+        if self.turns is not None and len(order) > MAX_TURNS:
+            raise ValueError(
+                f"{launch.kernel}: grid {launch.grid} has {len(order)} programs that may wait for each "
+                f"other; at most {MAX_TURNS} can take turns (each runs in a thread of its own): launch "
+                "a smaller grid"
+            )
         tee = _Tee(sys.stdout)
         sys.stdout = tee
         # pdb's "continue" installs its own Ctrl-C handler; a breakpoint must not leave it behind
@@ -176,8 +185,11 @@ class SerialRun:
                         kernel(**values)
                     finally:
                         program.stdout = "".join(tee.parts)
-                        if wanted:
-                            launch.programs[program_id] = program
+                        if self.replay:
+                            if wanted:
+                                launch.programs[program_id] = program
+                        else:
+                            launch.add_program(program, self.options.summary_bytes)
 
                 if self.turns is None:
                     for done, program_id in enumerate(order):
@@ -230,7 +242,7 @@ class SerialRun:
         self,
         run_program: Callable[[Pid], None],
         tee: _Tee,
-        order: list[Pid],
+        order: Collection[Pid],
         progress: Callable[[int, int], None] | None,
     ) -> None:
         """Run the programs in turns (see `waiting.Turns`): each turn's recorder, prints and program
@@ -239,15 +251,23 @@ class SerialRun:
         recorder, b = self.recorder, triton_compat.builder()
 
         def save() -> Any:
-            return (recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts)
+            return (
+                recorder.program,
+                recorder.keep,
+                recorder.kept_before,
+                recorder.seq,
+                recorder.frames,
+                tee.parts,
+            )
 
         def restore(state: Any) -> None:
-            recorder.program, recorder.keep, recorder.seq, recorder.frames, tee.parts = state
+            program, keep, before, recorder.seq, recorder.frames, tee.parts = state
+            recorder.program, recorder.keep, recorder.kept_before = program, keep, before
             triton_compat.set_program(b, recorder.program.pid)
 
         report = None if progress is None else (lambda done: _report_progress(progress, done, len(order)))
         try:
-            self.turns.run(order, run_program, save, restore, report)
+            self.turns.run(list(order), run_program, save, restore, report)
         finally:
             if not self.replay:  # a replay's turns are the launch's again
                 self._note_turns(self.turns.turns)

@@ -7,6 +7,7 @@ after a run on the GPU, its `Comparison` and `Divergence`. Nothing here imports 
 Jupyter: a trace can be saved, loaded and inspected anywhere.
 """
 
+from kernel_nb.trace.aggregates import Aggregate
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.columns import (
     Deferred,
@@ -48,6 +49,7 @@ from kernel_nb.trace.records import (
 __all__ = [
     "SHOWN",
     "ULP_EDGES",
+    "Aggregate",
     "ArgumentInfo",
     "Artifacts",
     "BufferComparison",

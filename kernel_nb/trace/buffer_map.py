@@ -62,6 +62,7 @@ class BufferMap:
         # (kind, first element, marks): "read" bools, "write" writer ids (-1: none), "read-count" /
         # "write-count" counts, added in by `_settle`; "read-later": (end, puts) that mark the reads
         self._later: list[tuple[str, int, Any]] = []
+        self._later_bytes = 0  # what the marks handed over hold (each may be a view of a whole array)
 
     @staticmethod
     def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
@@ -86,8 +87,14 @@ class BufferMap:
         return dict(self.__dict__)
 
     def add_marks(self, kind: str, start: int, marks: np.ndarray) -> None:
-        """Marks of one batch for elements start.. (see `_later`); the map now owns `marks`."""
+        """Marks of one batch for elements start.. (see `_later`); the map now owns `marks`.
+
+        Marks are added in as soon as those handed over hold more than the map's own counts: a
+        launch of many batches then holds no array per batch."""
         self._later.append((kind, start, marks))
+        self._later_bytes += (marks if marks.base is None else marks.base).nbytes
+        if self._later_bytes > 12 * (self.size + 1):  # three int32 arrays of `size`
+            self._settle()
 
     def add_marks_later(
         self, kind: str, start: int, end: int, puts: list[Callable[[np.ndarray], None]]
@@ -102,6 +109,7 @@ class BufferMap:
         if not self._later:
             return
         later, self._later = self._later, []
+        self._later_bytes = 0
         for kind, start, marks in later:
             if kind == "read-later":
                 end, puts = marks
@@ -130,7 +138,7 @@ class BufferMap:
 
     def clear(self) -> None:
         """No access recorded (a launch that starts over)."""
-        self._later = []
+        self._later, self._later_bytes = [], 0
         self._reads[...] = 0
         self._writes[...] = 0
         self._writes_out = False

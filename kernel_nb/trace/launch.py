@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from kernel_nb.trace.aggregates import Aggregate, held_bytes
 from kernel_nb.trace.buffer_map import BufferMap
-from kernel_nb.trace.columns import Events, Records
+from kernel_nb.trace.columns import Events, RecordBlock, Records
 from kernel_nb.trace.compare import Comparison, Divergence
 from kernel_nb.trace.records import (
     ArgumentInfo,
@@ -58,7 +59,12 @@ class Launch:
         args: the arguments, in signature order.
         statements: every recorded place, indexed by `Statement.id`.
         sources: the kernel's and its helpers' source, by function name.
-        programs: per program id, what it recorded (summaries for all, values for the kept ones).
+        programs: per program id, what it recorded (summaries for all, values for the kept ones),
+            for the programs that ran before the launch held `Options.summary_bytes` of summaries.
+        aggregated: how many programs ran after that: their summaries are folded into
+            `aggregates`, per statement, and `program` replays them when asked.
+        aggregates: per statement id, the aggregated programs' summaries combined.
+        summary_bytes: the bytes of summaries `programs` holds (see trace/aggregates).
         buffers: launch-wide access maps per buffer argument.
         findings: what the detectors found.
         status: "ok", "error" or "interrupted".
@@ -84,6 +90,9 @@ class Launch:
     statements: list[Statement] = field(default_factory=list)
     sources: dict[str, SourceInfo] = field(default_factory=dict)
     programs: dict[Pid, ProgramTrace] = field(default_factory=dict)
+    aggregated: int = 0
+    aggregates: dict[int, Aggregate] = field(default_factory=dict)
+    summary_bytes: int = 0
     buffers: dict[str, BufferMap] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     status: Literal["ok", "error", "interrupted"] = "ok"
@@ -113,18 +122,81 @@ class Launch:
         return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
 
     def program(self, pid: int | tuple[int, ...]) -> ProgramTrace:
-        """The program's trace, with values: replayed from the snapshot when they were not kept.
+        """The program's trace, with values: replayed from the snapshot when they were not kept
+        (or when only its aggregates were: see `aggregated`).
 
         Raises:
             KeyError: the program did not run (outside the grid, or the launch failed earlier).
         """
         key = as_pid(pid)
+        if self.aggregated_only(key) and self.replayer is not None:
+            replayed = self.replayer(key)
+            # held by the caller only: the launch's programs stay within their bytes
+            self.programs.pop(key, None)
+            return replayed
         program = self.programs[key]
         if program.kept or self.replayer is None:
             return program
         replayed = self.replayer(key)
         self.programs[key] = replayed
         return replayed
+
+    def aggregated_only(self, pid: Pid) -> bool:
+        """Whether `pid` ran and only its aggregates were kept (every program of a launch that
+        finished ran; one past the limit of a launch that stopped early may not have)."""
+        inside = all(0 <= p < g for p, g in zip(pid, self.grid)) and pid not in self.programs
+        return inside and bool(self.aggregated) and self.status == "ok"
+
+    def add_program(self, program: ProgramTrace, limit: int) -> None:
+        """Keep a program that ran: whole while the launch's summaries stay within `limit` bytes,
+        else as per-statement aggregates (its values too, if kept, are then dropped: programs
+        that record nothing are kept whatever the capture budget, and would grow without end)."""
+        cost = held_bytes(len(program.records))
+        if self.summary_bytes + cost <= limit:
+            self.summary_bytes += cost
+            self.programs[program.pid] = program
+            return
+        self.aggregated += 1
+        for record in program.records:
+            self._aggregate(record.stmt).add(record.summary)
+
+    def add_batch(self, programs: list[ProgramTrace], blocks: list[RecordBlock], limit: int) -> None:
+        """`add_program` for the programs of a batch, whose records are the rows of `blocks`: the
+        aggregated ones fold in a column at a time."""
+        counts = np.zeros(len(programs), np.int64)
+        for block in blocks:
+            counts += 1 if block.rows is None else block.rows
+        folded = np.zeros(len(programs), bool)
+        for row, (program, count) in enumerate(zip(programs, counts.tolist())):
+            cost = held_bytes(count)
+            if self.summary_bytes + cost <= limit:
+                self.summary_bytes += cost
+                self.programs[program.pid] = program
+            else:
+                folded[row] = True
+        if not folded.any():
+            return
+        self.aggregated += int(folded.sum())
+        for block in blocks:
+            self._aggregate(block.stmt).add_rows(block, folded)
+
+    def _aggregate(self, stmt: int) -> Aggregate:
+        if stmt not in self.aggregates:
+            self.aggregates[stmt] = Aggregate(stmt)
+        return self.aggregates[stmt]
+
+    def aggregate_text(self) -> str:
+        """What the launch kept of its aggregated programs, a line per statement ("" if none)."""
+        if not self.aggregated:
+            return ""
+        lines = [
+            f"{self.kernel}: {self.aggregated} of {len(self.programs) + self.aggregated} programs kept "
+            "per-statement aggregates only (past Options.summary_bytes); program(pid) replays one"
+        ]
+        for stmt, aggregate in sorted(self.aggregates.items()):
+            statement = self.statements[stmt]
+            lines.append(f"  line {statement.line} {aggregate.text(statement.name)}")
+        return "\n".join(lines)
 
     def records(
         self, pid: int | tuple[int, ...], name: str | None = None, line: int | None = None
@@ -157,11 +229,13 @@ class Launch:
 
     def summary_row(self) -> dict[str, Any]:
         records = sum(len(p.records) for p in self.programs.values())
+        records += sum(a.records for a in self.aggregates.values())
         kept = sum(len(p.records) for p in self.programs.values() if p.kept)
         return {
             "kernel": self.kernel,
             "grid": self.grid,
-            "programs": len(self.programs),
+            "programs": len(self.programs) + self.aggregated,
+            "aggregated": self.aggregated,
             "records": records,
             "records_kept": kept,
             "time_s": self.duration_s,
@@ -173,6 +247,10 @@ class Launch:
         state = dict(self.__dict__)
         state["replayer"] = None  # holds the kernel function: not data
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # traces saved before aggregates existed kept every program
+        self.__dict__.update({"aggregated": 0, "aggregates": {}, "summary_bytes": 0, **state})
 
 
 @dataclass
@@ -229,6 +307,9 @@ class Trace:
                 f"{launch.index:>2}  {row['kernel']:<24} {grid:<14} {row['programs']:>8} {row['records']:>9} "
                 f"{row['records_kept']:>9} {row['time_s']:>7.3f}s  {row['findings']}{status}"
             )
+        for launch in self.launches:
+            if launch.aggregated:
+                lines.append(f"  [info] {launch.aggregate_text().splitlines()[0]}")
         for finding in self.findings:
             lines.append(f"  [{finding.severity}] {finding.message}")
         return "\n".join(lines)

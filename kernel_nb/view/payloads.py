@@ -121,6 +121,11 @@ def launch_at(trace: Trace, index: int) -> Launch:
 
 def program_key(launch: Launch, pid: list[int]) -> tuple[int, int, int]:
     key = (int(pid[0]), int(pid[1]), int(pid[2]))
+    if launch.aggregated_only(key):
+        raise RequestError(
+            f"{launch.kernel}: program {key} kept per-statement aggregates only (past "
+            "Options.summary_bytes); launch.program(pid) replays it"
+        )
     if key not in launch.programs:
         raise RequestError(f"{launch.kernel}: program {key} did not run (grid {launch.grid})")
     return key

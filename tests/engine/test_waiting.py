@@ -159,3 +159,17 @@ def test_an_error_after_a_wait_names_the_program_that_failed():
     ):
         fail_after_wait_kernel[(3,)](flag, x)
     assert caught.value.pid == (0, 0, 0) and flag[0] == 0
+
+
+def test_more_programs_than_can_take_turns_are_refused_before_any_runs(monkeypatch):
+    from kernel_nb.engine import serial
+
+    monkeypatch.setattr(serial, "MAX_TURNS", 5)
+    log, position, serving = np.full(6, -1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    with pytest.raises(ValueError) as raised, kernel_nb.interpret():
+        wk.ordered_commit_kernel[(6,)](log, position, serving)
+    assert str(raised.value) == (
+        "ordered_commit_kernel: grid (6, 1, 1) has 6 programs that may wait for each other; at most 5 "
+        "can take turns (each runs in a thread of its own): launch a smaller grid"
+    )
+    assert log.tolist() == [-1] * 6 and position[0] == 0 and serving[0] == 0

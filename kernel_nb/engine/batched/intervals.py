@@ -309,7 +309,8 @@ class IntervalBook:
 
     def commit(self) -> None:
         """Hand the batch's marks and counts to the launch's buffer maps (which add them in when
-        read); the next batch starts from fresh ones."""
+        read): copies of the span the batch touched, so that the next batch reuses the arrays
+        (blanked there by `_clear`) rather than making an argument's worth of new ones."""
         for (name, kind), side in self.sides.items():
             if side.lo >= side.hi:
                 continue
@@ -319,13 +320,9 @@ class IntervalBook:
                 bmap.add_marks_later(kind, side.lo, side.hi, side.later)
                 side.later = []
             if side.mark is not None:
-                bmap.add_marks(kind, side.lo, side.mark[span])
-                self._marks.pop((name, kind), None)
-                side.mark = None
+                bmap.add_marks(kind, side.lo, side.mark[span].copy())
             if side.counts is not None:
-                bmap.add_marks(f"{kind}-count", side.lo, side.counts[span])
-                self._counts.pop((name, kind), None)
-                side.counts = None
+                bmap.add_marks(f"{kind}-count", side.lo, side.counts[span].copy())
         self._clear()
 
 

@@ -31,6 +31,19 @@ from kernel_nb.trace import (
     TileRows,
 )
 
+# names hold the statements' values; the temporaries of an expression come on top, about as many
+WORKING_SET_FACTOR = 2
+SUMMARY_ROW_BYTES = 24  # a record's summary in a batch: its row of three float64 columns
+
+
+class Oversized(Exception):
+    """The batch's values outgrow `Options.working_set_bytes`: it is undone and run again in
+    batches of `fits` programs."""
+
+    def __init__(self, fits: int) -> None:
+        super().__init__(f"batches of {fits} programs fit the working set")
+        self.fits = fits
+
 
 class BatchRecorder(MaskedLoops, Recorder):
     """Records a batch: each value's rows are its programs' values."""
@@ -68,14 +81,21 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._held_whole: dict[int, np.ndarray] = {}
         self._held_bytes = 0
         self._arenas = {id(b.memory.copy) for b in addresses.buffers}  # the arguments' host copies
+        # per statement, the most bytes one program's value took (see `program_bytes`)
+        self._value_bytes: dict[int, int] = {}
+        # per program, bytes of summary columns the running batch made so far, and the most a batch
+        # made: a loop's records stay until the batch ends
+        self._summary_bytes = 0
+        self._summary_peak = 0
 
     def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
         """Start recording a batch; observations go to `observations` (None: none)."""
         self.batch = pids
         self.observations = observations
+        self._summary_bytes = 0
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
-        open_budget = self.capture and self.kept_bytes < self.budget
+        open_budget = self.capture and not self.spent and self.kept_bytes < self.budget
         self.keep_rows = np.array(
             [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
         )
@@ -126,7 +146,38 @@ class BatchRecorder(MaskedLoops, Recorder):
         full = data.reshape((b, *shape)) if data.size == b * int(np.prod(shape)) else data
         return np.broadcast_to(full, (width, *full.shape[1:])) if b != width else full
 
+    def program_bytes(self) -> int:
+        """What one program's values take while it runs, by the batches so far: the largest value
+        of each statement (a name holds it until its next assignment; the first batch of one
+        program also counts the values all programs share), and the summaries a batch made for it
+        (every record's, until the batch ends)."""
+        return sum(self._value_bytes.values()) + self._summary_peak
+
+    def _measure(self, stmt: int, value: Any) -> None:
+        if not triton_compat.is_tensor(value):
+            return
+        data = triton_compat.tensor_data(value)
+        if not isinstance(data, np.ndarray) or not data.ndim or not data.shape[0] or not data.strides[0]:
+            return  # a scalar, or a value the programs share
+        if data.shape[0] == 1 and len(self.batch) > 1:
+            return  # one row for every program of the batch: shared, not per program
+        per_program = data.nbytes // data.shape[0]
+        if per_program <= self._value_bytes.get(stmt, 0):
+            return
+        self._value_bytes[stmt] = per_program
+        fits = self.batch_fits()
+        if fits < len(self.batch):
+            raise Oversized(fits)
+
+    def batch_fits(self, most: int = 1 << 62) -> int:
+        """How many programs' values `Options.working_set_bytes` holds (at least 1, at most `most`)."""
+        per_program = WORKING_SET_FACTOR * self.program_bytes()
+        if not per_program:
+            return most
+        return max(1, min(most, self.options.working_set_bytes // per_program))
+
     def record(self, stmt: int, value: Any) -> None:
+        self._measure(stmt, value)
         tile = self._pointer_tile(value)
         if tile is not None:
             self._record_tile(stmt, value, *tile)
@@ -346,6 +397,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         budget, none after it can be kept."""
         if isinstance(block, RecordBlock):
             self.record_blocks.append(block)
+            self._summary_bytes += SUMMARY_ROW_BYTES
+            if self._summary_bytes > self._summary_peak:
+                self._summary_peak = self._summary_bytes
+                fits = self.batch_fits()
+                if fits < len(self.batch):
+                    raise Oversized(fits)
         else:
             self.event_blocks.append(block)
         if not self.keep:
@@ -356,15 +413,20 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.held += held if block.rows is None else np.where(block.rows, held, 0)
         kept = self._kept_programs
         spent = np.cumsum(self.held[kept])
-        if kept.size < 2 or self.kept_bytes + spent[-2] < self.budget:
+        cut = np.flatnonzero(self.kept_bytes + spent > self.cut_at())
+        if cut.size:  # that program is cut (see Recorder.check_budget): it and those after keep none
+            self.keep_rows[kept[cut[0] :]] = False
+        elif kept.size < 2 or self.kept_bytes + spent[-2] < self.budget:
             return  # every kept program but the last is still under the budget
-        reached = np.flatnonzero(self.kept_bytes + spent >= self.budget)
-        if reached.size and reached[0] + 1 < kept.size:
+        else:
+            reached = np.flatnonzero(self.kept_bytes + spent >= self.budget)
+            if not (reached.size and reached[0] + 1 < kept.size):
+                return
             self.keep_rows[kept[reached[0] + 1 :]] = False
-            picked = np.flatnonzero(self.keep_rows)
-            self._kept_programs = picked
-            self.kept_index = None if picked.size == len(self.batch) else picked
-            self.keep = bool(picked.size)
+        picked = np.flatnonzero(self.keep_rows)
+        self._kept_programs = picked
+        self.kept_index = None if picked.size == len(self.batch) else picked
+        self.keep = bool(picked.size)
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
@@ -446,9 +508,11 @@ class BatchRecorder(MaskedLoops, Recorder):
             held = block.row_bytes()
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
         for program, size in zip(self.programs, sizes.tolist()):
-            if program.kept and self.kept_bytes < self.budget:
-                self.kept_bytes += size
-                continue
+            if program.kept and not self.spent and self.kept_bytes < self.budget:
+                if self.kept_bytes + size <= self.cut_at():
+                    self.kept_bytes += size
+                    continue
+                self.spent = True  # cut, as Recorder.check_budget cuts a serial program
             program.kept = False
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)

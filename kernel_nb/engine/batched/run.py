@@ -11,12 +11,16 @@ equal the serial strategy's, records and findings included; wherever the batched
 guarantee that (one program reading what another wrote, an out-of-bounds access whose first
 occurrence only the serial order defines, prints, tensor descriptors), `BatchUnsupported` is
 raised and the launch runs serially from its input snapshot.
+
+A batch holds as many programs as `Options.working_set_bytes` lets it by what one program's
+values and summaries took so far (`_batch_sizes`); one that outgrows it is undone like a
+divergent one and run again in smaller groups.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +34,8 @@ from kernel_nb.engine.batched.builder import BatchedBuilder, BatchUnsupported, D
 from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply, same_memory
 from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.language import batched_language, batched_value
-from kernel_nb.engine.batched.recorder import BatchRecorder
+from kernel_nb.engine.batched.recorder import BatchRecorder, Oversized
+from kernel_nb.engine.order import batches
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.rewrite import RewrittenFunction, SourceUnavailableError
 from kernel_nb.engine.serial import SerialRun
@@ -125,29 +130,35 @@ class BatchedRun(SerialRun):
             assert self.options.progress is not None
             self.options.progress(done, total)
 
-    def run(self, order: list[Pid]) -> None:
-        launch = self.launch
+    def run(self, order: Collection[Pid]) -> None:
         progress = self.options.progress
-        done = 0
-        self._progress = (0, len(order), time.perf_counter())
+        done, total = 0, len(order)
+        self._progress = (0, total, time.perf_counter())
         try:
             with self._language() as stock:
                 kernel = self.function(self.fn)
                 values = {k: batched_value(v) for k, v in self.bound.values.items()}
-                while done < len(order):
-                    group = order[done : done + MAX_BATCH]
+                for group in batches(order, self._batch_sizes()):
                     self._run_group(stock, kernel, values, group)
                     done += len(group)
-                    self._progress = (done, len(order), self._progress[2])
+                    self._progress = (done, total, self._progress[2])
                     if progress is not None:
-                        progress(done, len(order))
+                        progress(done, total)
         except KeyboardInterrupt:
             batch = self.recorder.batch
             # the first program of the batch that was running
             raise self._interrupted(batch[0] if batch else None) from None
         # groups split off by divergence finish out of order: list programs as the serial run does
+        launch = self.launch
         launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
         checks.finish(launch, self.observations)
+
+    def _batch_sizes(self) -> Iterator[int]:
+        """How many programs each batch runs: as many as `working_set_bytes` holds by what one
+        program's values took in the batches so far (a batch that outgrows it is undone and cut:
+        see `_run_group`), at most MAX_BATCH."""
+        while True:
+            yield self.recorder.batch_fits(MAX_BATCH)
 
     @contextmanager
     def _language(self) -> Iterator[Any]:
@@ -164,6 +175,7 @@ class BatchedRun(SerialRun):
         observing = batch_observations if self.detect else None
         self.recorder.begin_batch(pids, observing)
         self.guard.begin_batch(stock, observing)
+        fits = 0
         try:
             with (
                 triton_compat.builder_as(stock, BatchedBuilder, **attributes) as builder,
@@ -176,17 +188,29 @@ class BatchedRun(SerialRun):
             for group in _groups(pids, self.recorder.divergence_values(split.values)):
                 self._run_group(stock, kernel, values, group)
             return
+        except Oversized as over:
+            self.guard.rollback()
+            # the statements still to come take more: halving at least, a batch is cut a few
+            # times, not once per statement; the groups run once the batch's frames are gone
+            fits = min(over.fits, max(1, len(pids) // 2))
         except (BatchUnsupported, NeedsPrecise, KeyboardInterrupt):
             raise
         except Exception as exc:  # the serial strategy reports it with the failing program's id
             if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
                 raise KeyboardInterrupt from exc
             raise BatchUnsupported(f"{type(exc).__name__} in a batch") from exc
+        start = 0
+        while fits and start < len(pids):
+            # each group as large as what the programs run so far measured lets it be
+            fits = self.recorder.batch_fits(fits)
+            self._run_group(stock, kernel, values, pids[start : start + fits])
+            start += fits
+        if start:
+            return
         self.observations.merge(batch_observations)
         self.guard.commit_counts()
         self.recorder.trim()
-        for program in self.recorder.programs:
-            self.launch.programs[program.pid] = program
+        self.launch.add_batch(self.recorder.programs, self.recorder.record_blocks, self.options.summary_bytes)
 
 
 def _groups(pids: list[Pid], values: np.ndarray) -> list[list[Pid]]:

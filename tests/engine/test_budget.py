@@ -1,0 +1,84 @@
+"""The capture budget is checked while a program runs: a program too large for it is cut."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+
+import kernel_nb
+from kernel_nb.engine import recorder
+
+BLOCK = 1 << 14
+
+
+@triton.jit
+def _wide_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + offs)
+    b = a * 2.0
+    c = b + 1.0
+    d = c * c
+    e = d - a
+    tl.store(out_ptr + offs, e)
+
+
+def _run(programs, budget, strategy="auto"):
+    x = np.arange(programs * BLOCK, dtype=np.float32)
+    out = np.zeros_like(x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with kernel_nb.interpret(budget_bytes=budget, strategy=strategy) as session:
+            _wide_kernel[(programs,)](x, out, BLOCK=BLOCK)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    a = x
+    np.testing.assert_array_equal(out, (a * 2 + 1) ** 2 - a)
+    return session.trace[0], x, held
+
+
+@pytest.fixture
+def small_slack(monkeypatch):
+    monkeypatch.setattr(recorder, "CUT_SLACK", 0)
+
+
+def test_a_program_past_twice_the_budget_is_cut_and_replayed(small_slack):
+    launch, x, _ = _run(1, 16 << 10)
+    program = launch.programs[(0, 0, 0)]
+    assert not program.kept
+    assert all(r.value is None for r in program.records) and all(e.values is None for e in program.events)
+    assert launch.kept_bytes == 0
+    np.testing.assert_array_equal(launch.value(0, "c"), x * 2 + 1)  # replayed, all its values
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+def test_no_program_after_a_cut_one_keeps_values(small_slack, strategy):
+    # the first program is cut; the budget would have room for the next, but keeps none after it
+    per_program = _run(1, 1 << 30)[0].kept_bytes
+    launch = _run(4, per_program // 3, strategy)[0]
+    assert [p.kept for p in launch.programs.values()] == [False] * 4
+    assert launch.kept_bytes == 0
+
+
+def test_a_program_within_twice_the_budget_is_kept_whole(small_slack):
+    per_program = _run(1, 1 << 30)[0].kept_bytes
+    launch = _run(4, per_program // 2)[0]
+    assert [p.kept for p in launch.programs.values()] == [True, False, False, False]
+    assert launch.kept_bytes == per_program
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+def test_the_values_held_follow_the_budget_not_the_program(small_slack, strategy):
+    budget = 16 << 10
+    whole = _run(1, 1 << 30, strategy)
+    cut = _run(1, budget, strategy)
+    assert whole[0].kept_bytes > 20 * budget
+    assert whole[2] > 20 * budget
+    # held after the launch, inputs and snapshot included: at most twice the budget and one value
+    # (a block's lanes, 8 bytes each) past what the launch holds with nothing kept
+    nothing = _run(1, 0, strategy)
+    assert cut[2] <= nothing[2] + 2 * budget + 8 * BLOCK + (16 << 10)

@@ -1,0 +1,126 @@
+"""engine.order: program ids made as the launch walks them, and batches sized by the working set."""
+
+import itertools
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import kernel_nb
+from kernel_nb.engine import order as order_module
+from kernel_nb.engine.batched import recorder as batched_recorder
+from kernel_nb.engine.order import ProgramOrder, batches
+from tests.engine import kernels as k
+
+
+@pytest.mark.parametrize("grid", [(1, 1, 1), (5, 1, 1), (3, 4, 2), (17, 1, 3)])
+@pytest.mark.parametrize("how", ["serial", "reverse", "shuffle"])
+def test_every_program_of_the_grid_comes_once(grid, how):
+    pids = list(ProgramOrder(grid, how, seed=3))
+    every = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    assert sorted(pids) == sorted(every)
+    assert len(ProgramOrder(grid, how)) == len(every)
+    if how == "serial":
+        assert pids == every
+    if how == "reverse":
+        assert pids == every[::-1]
+
+
+def test_a_small_grid_shuffles_as_a_seeded_numpy_permutation():
+    pids = list(ProgramOrder((10, 3, 1), "shuffle", seed=5))
+    every = [(x, y, 0) for y in range(3) for x in range(10)]
+    assert pids == [every[i] for i in np.random.default_rng(5).permutation(30)]
+
+
+@pytest.mark.parametrize("size", [2, 3, 1000, 4097])
+def test_past_the_table_a_shuffle_is_a_bijection_with_no_table(monkeypatch, size):
+    monkeypatch.setattr(order_module, "SHUFFLE_TABLE", 1)
+    shuffled = ProgramOrder((size, 1, 1), "shuffle", seed=11)
+    positions = [pid[0] for pid in shuffled]
+    assert sorted(positions) == list(range(size))
+    assert positions == [pid[0] for pid in ProgramOrder((size, 1, 1), "shuffle", seed=11)]
+    if size >= 1000:  # a permutation of a few positions may well be the identity
+        assert positions != list(range(size))
+        assert positions != [pid[0] for pid in ProgramOrder((size, 1, 1), "shuffle", seed=12)]
+
+
+@pytest.mark.parametrize("how", ["serial", "reverse", "shuffle"])
+def test_the_largest_grid_costs_no_memory_per_program(how):
+    tracemalloc.start()
+    try:
+        walk = ProgramOrder((2**31 - 1, 1, 1), how, seed=1)
+        first = list(itertools.islice(walk, 1000))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(set(first)) == 1000
+    assert all(0 <= p[0] < 2**31 - 1 for p in first)
+    assert peak < 1 << 20
+
+
+def test_batches_ask_for_each_size_as_they_are_taken():
+    asked = []
+
+    def sizes():
+        for size in (1, 3, 100):
+            asked.append(size)
+            yield size
+
+    taken = batches(ProgramOrder((6, 1, 1)), sizes())
+    assert next(taken) == [(0, 0, 0)]
+    assert asked == [1]
+    assert list(taken) == [[(1, 0, 0), (2, 0, 0), (3, 0, 0)], [(4, 0, 0), (5, 0, 0)]]
+
+
+def _finished_batches(monkeypatch):
+    """(programs, bytes one program's values took) of each batch that ran to its end."""
+    finished = []
+    original = batched_recorder.BatchRecorder.trim
+
+    def trim(self):
+        finished.append((len(self.batch), self.program_bytes()))
+        return original(self)
+
+    monkeypatch.setattr(batched_recorder.BatchRecorder, "trim", trim)
+    return finished
+
+
+def test_the_working_set_sizes_the_batches(monkeypatch):
+    n, block, working_set = 64 * 256, 256, 64 << 10
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    finished = _finished_batches(monkeypatch)
+    out = np.zeros(n, np.float32)
+    with kernel_nb.interpret(strategy="auto", working_set_bytes=working_set) as session:
+        k.add_kernel[(n // block,)](x, y, out, n, BLOCK=block)
+    launch = session.trace[0]
+    assert launch.strategy == "batched"
+    np.testing.assert_array_equal(out, x + y)
+    assert sum(size for size, _ in finished) == n // block == len(launch.programs)
+    assert len(finished) > 1
+    for size, per_program in finished:
+        # offsets, mask, x and y: at least 3 KiB of each program's own values
+        assert per_program >= 3 * 4 * block + block
+        assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set
+
+    finished.clear()
+    with kernel_nb.interpret(strategy="auto"):
+        k.add_kernel[(n // block,)](x, y, np.zeros(n, np.float32), n, BLOCK=block)
+    assert [size for size, _ in finished] == [n // block]  # the default working set holds them all
+
+
+def test_a_loops_summaries_count_in_the_working_set(monkeypatch):
+    from bench import memory_kernels as mk
+
+    programs, steps, working_set = 200, 50, 64 << 10
+    finished = _finished_batches(monkeypatch)
+    out = np.zeros(programs, np.float32)
+    with kernel_nb.interpret(strategy="auto", working_set_bytes=working_set) as session:
+        mk.loop_kernel[(programs,)](out, STEPS=steps)
+    launch = session.trace[0]
+    assert launch.strategy == "batched"
+    np.testing.assert_array_equal(out, np.full(programs, steps, np.float32))
+    assert sum(size for size, _ in finished) == programs
+    summaries = 2 * steps * batched_recorder.SUMMARY_ROW_BYTES  # the loop variable and acc
+    for size, per_program in finished:
+        assert per_program >= summaries
+        assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set

@@ -1,0 +1,105 @@
+"""A launch's summaries stay within Options.summary_bytes: past it, per-statement aggregates."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import kernel_nb
+from bench import memory_kernels as mk
+from kernel_nb.errors import LaunchInterrupted
+from kernel_nb.trace import Aggregate
+from kernel_nb.trace.aggregates import held_bytes
+from tests.engine import kernels as k
+
+N, BLOCK = 64 * 128, 128
+
+
+def _launch(**options):
+    x, y = np.arange(N, dtype=np.float32), np.ones(N, np.float32)
+    out = np.zeros(N, np.float32)
+    with kernel_nb.interpret(**options) as session:
+        k.add_kernel[(N // BLOCK,)](x, y, out, N, BLOCK=BLOCK)
+    np.testing.assert_array_equal(out, x + y)
+    return session.trace
+
+
+def test_programs_past_the_summary_bytes_keep_aggregates_and_replay_when_looked_at():
+    whole = _launch()[0]
+    records = len(whole.programs[(0, 0, 0)].records)
+    trace = _launch(summary_bytes=12 * held_bytes(records), budget_bytes=0)
+    launch = trace[0]
+    assert len(launch.programs) == 12 and launch.aggregated == 52
+    assert launch.summary_bytes <= 12 * held_bytes(records)
+    # the aggregates are the folded summaries of the programs that were not held
+    for stmt, aggregate in launch.aggregates.items():
+        expected = Aggregate(stmt)
+        for pid in sorted(whole.programs, key=whole.linear)[12:]:
+            for record in whole.programs[pid].records:
+                if record.stmt == stmt:
+                    expected.add(record.summary)
+        assert aggregate == expected
+    # an aggregated program is replayed from the inputs
+    np.testing.assert_array_equal(launch.value(40, "x"), np.arange(40 * BLOCK, 41 * BLOCK, dtype=np.float32))
+    assert launch.summary_row()["programs"] == 64
+    assert trace.summary().splitlines()[2] == (
+        "  [info] add_kernel: 52 of 64 programs kept per-statement aggregates only (past "
+        "Options.summary_bytes); program(pid) replays one"
+    )
+
+
+def test_summaries_of_many_programs_stay_within_the_bytes():
+    launch = _launch(summary_bytes=100_000, budget_bytes=0)[0]
+    records = sum(len(p.records) for p in launch.programs.values())
+    assert held_bytes(0) * len(launch.programs) + (held_bytes(1) - held_bytes(0)) * records <= 100_000
+    assert len(launch.programs) + launch.aggregated == 64
+
+
+def _noop_memory(programs, **options):
+    """Bytes held after, and at most during, a launch of a kernel that records its argument only."""
+    x = np.zeros(1, np.float32)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with kernel_nb.interpret(**options) as session:
+            mk.noop_kernel[(programs,)](x)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return session.trace[0], held, peak
+
+
+def test_a_launch_of_four_times_the_programs_holds_no_more():
+    small, small_held, small_peak = _noop_memory(5000, summary_bytes=100 * held_bytes(1))
+    large, large_held, large_peak = _noop_memory(20000, summary_bytes=100 * held_bytes(1))
+    assert len(small.programs) == len(large.programs) == 100
+    assert (small.aggregated, large.aggregated) == (4900, 19900)
+    assert large_held < 2 * small_held + (256 << 10)
+    assert large_peak < 2 * small_peak + (256 << 10)
+
+
+@pytest.mark.parametrize("order", ["serial", "reverse", "shuffle"])
+def test_an_interrupt_ends_the_largest_grid_with_its_programs_bounded(order):
+    x = np.arange(4, dtype=np.float32)
+
+    def interrupt(done, total):
+        assert total == 2**31 - 1
+        if done >= 3000:
+            raise KeyboardInterrupt
+
+    tracemalloc.start()
+    try:
+        with (
+            pytest.raises(LaunchInterrupted) as raised,
+            kernel_nb.interpret(order=order, progress=interrupt, summary_bytes=500 * held_bytes(1)),
+        ):
+            mk.noop_kernel[(2**31 - 1,)](x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    launch = raised.value.launch
+    assert launch is not None and launch.status == "interrupted"
+    assert len(launch.programs) <= 500
+    assert peak < 16 << 20
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32))
