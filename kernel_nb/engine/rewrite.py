@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import math
 import textwrap
 import types
 from collections import Counter, OrderedDict
@@ -20,41 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.control_checks import condition, loop_bound
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, target_names
 
 PROBE = "__tk__"
 LOOP_BOUND = "__tk__bound"  # checks a range loop's bounds as the compiler does (`loop_bound`)
 CONDITION = "__tk__condition"  # checks an if's or a while's condition as the compiler does
-
-
-def condition(value: Any) -> Any:
-    """An `if` or `while` condition, refused as Triton's compiler refuses it when it is a block of
-    more than one element (the interpreter takes every such block as true). Only the kernel's own
-    statements are checked: triton.language's Python takes the truth of blocks on purpose.
-
-    Raises:
-        CompileTimeError: the condition is such a block.
-    """
-    if triton_compat.is_tensor(value) and value.type.is_block():
-        shape = [int(n) for n in value.type.shape]  # a tl.tuple in triton 3.6
-        if math.prod(shape) > 1:
-            raise triton_compat.CompileTimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous (a block of shape {shape}); "
-                "reduce it first (tl.max, tl.min) or test a scalar"
-            )
-    return value
-
-
-def loop_bound(value: Any, role: str) -> Any:
-    """A range loop's bound or step, refused as Triton's compiler refuses it when it is a block
-    (the interpreter would take one lane of it); `role` is "lower bound", "upper bound" or "step".
-
-    Raises:
-        CompileTimeError: the bound is a block of more than one element.
-    """
-    if triton_compat.is_tensor(value) and value.type.is_block():
-        raise triton_compat.CompileTimeError(f"For {role} must be a scalar, got {value.type}")
-    return value
 
 
 @dataclass(frozen=True)

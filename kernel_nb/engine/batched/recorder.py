@@ -1,5 +1,10 @@
 """Recording for the batched strategy: each value's rows are its programs' values, split into the
-per-program records the serial strategy makes (see batched/run.py)."""
+per-program records the serial strategy makes (see batched/run.py).
+
+Why one module: the batch's rows, which of them are kept under the budget, and the working-set
+measure that sizes the next batch are one state, read and changed by every record; split apart,
+each record would update three modules in step.
+"""
 
 from __future__ import annotations
 
