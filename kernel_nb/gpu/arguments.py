@@ -121,9 +121,10 @@ def describe(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
             for path, item in arrays.walk(name, value):
                 _check_value(kernel, path, item)
     for leaf in leaves:
-        if leaf.dtype.byteorder == ">":
+        if leaf.byteswapped:  # the leaf's dtype is the native one; the caller's is the other order
+            caller = leaf.dtype.newbyteorder(">" if leaf.dtype.byteorder in ("<", "=") else "<")
             raise ArgumentError(
-                f"{kernel}: argument {leaf.name} is a big-endian array ({leaf.dtype.str}), which the GPU "
+                f"{kernel}: argument {leaf.name} is a big-endian array ({caller.str}), which the GPU "
                 f"would read byte-swapped; pass it converted: .astype('{leaf.dtype.newbyteorder('<').str}')"
             )
     params = inspect.signature(fn).parameters

@@ -188,6 +188,12 @@ def test_argument_errors_name_the_kernel():
     x = np.ones(16, np.complex64)
     with pytest.raises(ArgumentError) as caught:
         describe(k.add_kernel.fn, (x, x, x, 16), {"BLOCK": 16})
-    assert str(caught.value) == "add_kernel: argument x_ptr: numpy dtype complex64 has no Triton equivalent"
-    with pytest.raises(ArgumentError, match=r"^add_kernel: missing a required argument: 'n'$"):
+    assert (
+        str(caught.value)
+        == "add_kernel: argument x_ptr: numpy dtype complex64 has no Triton equivalent; pass x.view(np.float32), its real and imaginary parts"
+    )
+    with pytest.raises(
+        ArgumentError,
+        match=r"^add_kernel: argument n is missing; pass it \(parameters: x_ptr, y_ptr, out_ptr, n, BLOCK\)$",
+    ):
         describe(k.add_kernel.fn, (x, x, x), {"BLOCK": 16})
