@@ -8,8 +8,11 @@ shares one buffer, so the kernel sees the aliasing it would see on the GPU.
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import signal
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -252,6 +255,8 @@ def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
     infos: list[ArgumentInfo] = []
     for name, value in bound.arguments.items():
         if name in constexprs:
+            if isinstance(value, np.generic):  # BLOCK=np.int64(128): the compiler takes its value
+                value = value.item()
             values[name] = value
             infos.append(ArgumentInfo(name, "constexpr", value=triton_compat.unwrap_constexpr(value)))
             continue
@@ -438,7 +443,25 @@ def _scalar(name: str, value: Any) -> bool | int | float:
 
 # Python values a kernel argument can never be; Triton's launcher refuses them ("failed to
 # specialize"), and the interpreter would fail only inside the kernel, far from the cause.
-_DATA_KINDS = (str, bytes, bytearray, list, dict, set, frozenset, complex, np.generic, np.ndarray)
+_DATA_KINDS = (
+    str,
+    bytes,
+    bytearray,
+    memoryview,
+    list,
+    dict,
+    set,
+    frozenset,
+    complex,
+    decimal.Decimal,
+    fractions.Fraction,
+    type(Ellipsis),
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    np.generic,
+    np.ndarray,
+)
 
 
 def _check_passable(name: str, value: Any) -> None:
@@ -454,6 +477,12 @@ def _check_passable(name: str, value: Any) -> None:
         remedy = "pass an array (np.asarray(x)) for a pointer, or a tuple"
     elif isinstance(value, (complex, np.complexfloating)):
         remedy = "pass its real and imaginary parts as two floats"
+    elif isinstance(value, (decimal.Decimal, fractions.Fraction)):
+        remedy = "pass int(x) or float(x)"
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        remedy = "pass an array over its bytes, e.g. np.frombuffer(b, np.float32)"
+    elif isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+        remedy = "make the parameter a tl.constexpr to pass a function or a type"
     else:
         remedy = "pass an int, a float or an array, or make the parameter a tl.constexpr"
     raise ArgumentError(f"argument {name}: a {kind} cannot be passed to a kernel; {remedy}")

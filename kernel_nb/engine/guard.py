@@ -7,6 +7,10 @@ checked: each active lane must stay inside the memory its pointer was derived fr
 its element, and, for a write, land where the caller's memory may be written. Otherwise the guard
 raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is
 accessed.
+
+Why one module: the hooks and the refusals they raise share the one access under way (its lanes,
+its pointer's origin, the locator and the recorder's program), and the refusals' text is what a user
+reads first; apart, every hook would pass that state across a module boundary.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from kernel_nb.errors import KernelAssertionError, KernelMemoryError
 from kernel_nb.trace import BufferMap, Launch, MemoryEvent
 
 Locator = Callable[[], tuple[str, int]]
+
+
+_LOW_63 = (1 << 63) - 1
 
 
 class MemoryGuard:
@@ -116,6 +123,16 @@ class MemoryGuard:
             if not self.buffers:
                 self._refuse(
                     f"{where}: {source} {verb} address {int(bad[0]):#x} but the launch has no array arguments",
+                    file,
+                    line,
+                    pid,
+                )
+            near = self.buffer_at(int(bad[0]) & _LOW_63)
+            if near is not None:  # the offsets overflowed: the address is 2**63 bytes from `near`
+                self._refuse(
+                    f"{where}: {source} of {near.name} {verb} address {int(bad[0]):#x}, 2**63 bytes away from "
+                    f"{near.name} and outside every array argument ({bad.size} of {lanes.size} active lanes); "
+                    "the offsets overflowed: check their arithmetic (int64 products of large indices)",
                     file,
                     line,
                     pid,

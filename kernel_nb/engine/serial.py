@@ -6,6 +6,7 @@ helper calls and its error reports.
 
 from __future__ import annotations
 
+import ast
 import io
 import linecache
 import signal
@@ -218,7 +219,7 @@ class SerialRun:
             pid_text = "" if pid is None else f" pid=({pid[0]},{pid[1]},{pid[2]})"
             kind = KernelCompileError if _compile_time(exc, self.codes) else KernelError
             wrapped = kind(
-                f"{where}{pid_text}: {type(exc).__name__}: {exc}",
+                f"{where}{pid_text}: {type(exc).__name__}: {exc}{_arguments_on_line(launch, file, line)}",
                 kernel=launch.kernel,
                 file=file,
                 line=line,
@@ -384,3 +385,54 @@ def _compile_time(exc: BaseException, codes: set[Any]) -> bool:
             last = False
         tb = tb.tb_next
     return bool(last)
+
+
+def _arguments_on_line(launch: Launch, file: str | None, line: int | None) -> str:
+    """The non-array arguments the failing line reads, e.g. "; on this line src_ptr is 7 (an int
+    scalar), not an array": a value of the wrong kind fails far from where it was passed. Where the
+    line loads or stores, only the arguments in the pointer are named."""
+    if not file or not line:
+        return ""
+    text = linecache.getline(file, line).strip()
+    try:
+        tree = ast.parse(text.rstrip(":") if text.endswith(":") else text)
+    except SyntaxError:
+        return ""
+    pointers = {
+        n.id
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in _MEMORY_CALLS
+        and call.args
+        for n in ast.walk(call.args[0])
+        if isinstance(n, ast.Name)
+    }
+    names = pointers or {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    shown = [
+        f"{info.name} is {info.value!r} ({_kind_text(info)})"
+        for info in launch.args
+        if info.name in names and info.kind in ("scalar", "none", "other")
+    ]
+    if not pointers:  # a 0-d array for a scalar: the kernel receives a pointer to it
+        shown += [
+            f"{info.name} is a 0-d {info.dtype} array, which the kernel receives as a pointer (pass "
+            "int(x) or float(x) for a number)"
+            for info in launch.args
+            if info.name in names and info.kind == "buffer" and info.shape == ()
+        ]
+    if not shown:
+        return ""
+    return f"; on this line {', '.join(shown)}" + (", not an array" if pointers else "")
+
+
+_MEMORY_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or"}
+_MEMORY_CALLS |= {"atomic_xor", "atomic_xchg", "atomic_cas"}
+
+
+def _kind_text(info: Any) -> str:
+    if info.kind == "none":
+        return "None"
+    if info.kind == "scalar":
+        return f"an {info.dtype} scalar" if info.dtype == "int" else f"a {info.dtype} scalar"
+    return "not a number or an array"

@@ -229,3 +229,80 @@ def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkey
     )
     assert (out == x + y).all()
     assert info.value.launch.status == "ok"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            memoryview(bytearray(1200)),
+            "add_kernel: argument x_ptr: a memoryview cannot be passed to a kernel; pass an array over its "
+            "bytes, e.g. np.frombuffer(b, np.float32)",
+        ),
+        (
+            np.float32,
+            "add_kernel: argument x_ptr: a type cannot be passed to a kernel; make the parameter a "
+            "tl.constexpr to pass a function or a type",
+        ),
+        (
+            len,
+            "add_kernel: argument x_ptr: a builtin_function_or_method cannot be passed to a kernel; make the "
+            "parameter a tl.constexpr to pass a function or a type",
+        ),
+        (
+            ...,
+            "add_kernel: argument x_ptr: a ellipsis cannot be passed to a kernel; pass an int, a float or an "
+            "array, or make the parameter a tl.constexpr",
+        ),
+    ],
+)
+def test_values_no_parameter_takes_are_refused_before_the_kernel_runs(value, message):
+    _, y, out = _inputs()
+    saved = out.copy()
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](value, y, out, 300, BLOCK=128)
+    assert str(info.value) == message
+    assert out.tobytes() == saved.tobytes()
+
+
+def test_a_decimal_scalar_is_refused_with_what_to_pass():
+    x, y, out = _inputs()
+    with pytest.raises(kernel_nb.LaunchArgumentError) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, __import__("decimal").Decimal(300), BLOCK=128)
+    assert str(info.value) == (
+        "add_kernel: argument n: a Decimal cannot be passed to a kernel; pass int(x) or float(x)"
+    )
+
+
+def test_a_numpy_integer_for_a_constexpr_runs_as_its_value():
+    x, y, out = _inputs()
+    with kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=np.int64(128))
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_a_number_used_as_a_pointer_is_named_on_the_failing_line(strategy):
+    _, y, out = _inputs()
+    saved = out.copy()
+    with (
+        pytest.raises(kernel_nb.KernelError) as info,
+        kernel_nb.interpret(kernel_nb.Options(strategy=strategy)),
+    ):
+        k.add_kernel[(3,)](7, y, out, 300, BLOCK=128)
+    text = str(info.value)
+    assert text.startswith("add_kernel:")
+    assert text.endswith("; on this line x_ptr is 7 (an int scalar), not an array")
+    assert "\n" not in text
+    assert out.tobytes() == saved.tobytes()
+
+
+def test_a_zero_d_array_for_a_scalar_is_named_on_the_failing_line():
+    x, y, out = _inputs()
+    saved = out.copy()
+    with pytest.raises(kernel_nb.KernelError) as info, kernel_nb.interpret():
+        k.add_kernel[(3,)](x, y, out, np.array(300, np.int32), BLOCK=128)
+    assert str(info.value).endswith(
+        "; on this line n is a 0-d int32 array, which the kernel receives as a pointer (pass int(x) or "
+        "float(x) for a number)"
+    )
+    assert out.tobytes() == saved.tobytes()

@@ -406,3 +406,15 @@ def test_tensor_descriptor_arguments_load_and_store_past_ragged_edges():
         )
     assert torch.equal(out, x * 2.0)  # the blocks past row 10 and column 36 are padded, then cut
     assert session.trace[0].buffers["dst.base"].writes.sum() == 10 * 36
+
+
+def test_offsets_that_overflow_by_two_to_the_63_bytes_name_the_origin():
+    x, y = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    line = _line(far_store, "tl.store")
+    message = _refused(lambda: far_store[(1,)](x, y, 2**61))  # 2**61 float32 elements: 2**63 bytes
+    assert message.startswith(f"far_store:{line} pid=(0,0,0): tl.store of x_ptr writes address 0x")
+    assert message.endswith(
+        ", 2**63 bytes away from x_ptr and outside every array argument (1 of 1 active lanes); the "
+        "offsets overflowed: check their arithmetic (int64 products of large indices)"
+    )
+    assert not x.any() and not y.any()
