@@ -290,16 +290,35 @@ def sticky_error(cupy: Any, device: int) -> str | None:
 
     A sticky error comes back from every CUDA call, so asking never clears it; the question is an
     event recorded and queried, which does not wait for work still running (a kernel that spins
-    would make a synchronize wait for ever).
+    would make a synchronize wait for ever). Once the event tells of a sticky error nothing runs any
+    more, and a synchronize returns at once with CUDA's words for it.
     """
     try:
         with cupy.cuda.Device(device):
             probe = cupy.cuda.Event(block=False, disable_timing=True)
             probe.record()
-            _ = probe.done
+            status = _event_status(cupy, probe)
+            if status not in STICKY_ERRORS:
+                return None
+            cupy.cuda.runtime.deviceSynchronize()
     except Exception as exc:  # CuPy's CUDARuntimeError carries CUDA's status; other failures say nothing
         return str(exc) if getattr(exc, "status", None) in STICKY_ERRORS else None
-    return None
+    return f"CUDA error {status}"
+
+
+_NOT_READY = 600  # cudaErrorNotReady: the event's work is still running
+
+
+def _event_status(cupy: Any, event: Any) -> int:
+    """CUDA's status of an event: 0 done, 600 still running, else the error the device holds.
+
+    `Event.done` is no answer here: after a fault it stays False for ever, so a wait on it would hang.
+    """
+    runtime = cupy.cuda.runtime
+    try:
+        return int(runtime.eventQuery(event.ptr))
+    except runtime.CUDARuntimeError as exc:
+        return int(exc.status)
 
 
 def wait(cupy: Any) -> None:
@@ -312,7 +331,7 @@ def wait(cupy: Any) -> None:
     done = cupy.cuda.Event(block=False, disable_timing=True)
     done.record()
     pause = 1e-5
-    while not done.done:
+    while _event_status(cupy, done) == _NOT_READY:
         time.sleep(pause)
         pause = min(pause * 2, 0.01)
     cupy.cuda.runtime.deviceSynchronize()

@@ -43,14 +43,17 @@ class FakeCupy(ModuleType):
         class Event:
             def __init__(self, **flags: Any) -> None:
                 cupy.call()
+                self.ptr = id(self)
 
             def record(self) -> None:
                 cupy.call()
 
             @property
-            def done(self) -> bool:
-                cupy.call()
-                return True
+            def done(self) -> bool:  # as CuPy's: False for ever once the context is lost
+                return cupy.sticky is None
+
+        def event_query(ptr: int) -> int:
+            return 0 if cupy.sticky is None else cupy.sticky[0]
 
         def synchronize() -> None:
             cupy.call()
@@ -61,6 +64,7 @@ class FakeCupy(ModuleType):
         runtime = SimpleNamespace(
             CUDARuntimeError=CUDARuntimeError,
             deviceSynchronize=synchronize,
+            eventQuery=event_query,
             getDeviceProperties=properties,
             getDeviceCount=lambda: 1,
         )
