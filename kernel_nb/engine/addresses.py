@@ -1,7 +1,7 @@
 """Where an address of a launch falls: which memory it was derived from, which array argument, and
 which element of it; and where that memory really is.
 
-The kernel's pointers are addresses in per-memory windows (see args.WINDOW_BITS), so an address
+The kernel's pointers are addresses in per-memory windows (see memory.WINDOW_BITS), so an address
 names the memory it came from whatever arithmetic made it: an access that leaves that memory is out
 of bounds even where another argument's copy lies next to it. Built once per run from the launch's
 buffers and shared by the recorder (pointer values become element offsets), the memory guard
@@ -15,7 +15,8 @@ import itertools
 
 import numpy as np
 
-from kernel_nb.engine.args import WINDOW_BITS, WINDOWS_START, BufferArg, Memory
+from kernel_nb.engine.args import BufferArg
+from kernel_nb.engine.memory import WINDOW_BITS, WINDOWS_START, Memory
 
 
 class AddressMap:

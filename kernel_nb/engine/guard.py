@@ -2,7 +2,7 @@
 
 Triton's interpreter copies raw addresses in C++ without bounds checks; a stray pointer would read
 garbage or kill the process. The kernel's pointers are addresses in per-memory windows (see
-args.WINDOW_BITS), which the interpreter is handed as host addresses only once the access is
+memory.WINDOW_BITS), which the interpreter is handed as host addresses only once the access is
 checked: each active lane must stay inside the memory its pointer was derived from, be aligned to
 its element, and, for a write, land where the caller's memory may be written. Otherwise the guard
 raises `KernelMemoryError` (naming kernel, line, program, argument and elements), and nothing is

@@ -12,6 +12,7 @@ import pytest
 import kernel_nb
 from kernel_nb.engine import args as engine_args
 from kernel_nb.engine import launch as engine_launch
+from kernel_nb.engine import memory as engine_memory
 from tests.engine import kernels as k
 
 
@@ -207,7 +208,7 @@ def test_a_second_ctrl_c_while_the_first_unwinds_is_the_same_launch_interrupted(
 
 
 def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkeypatch):
-    host_access = engine_args._host_access
+    host_access = engine_memory._host_access
 
     def interrupted_access(lo, hi):
         read, write = host_access(lo, hi)
@@ -219,7 +220,7 @@ def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkey
 
         return read, write_then_interrupt
 
-    monkeypatch.setattr(engine_args, "_host_access", interrupted_access)
+    monkeypatch.setattr(engine_memory, "_host_access", interrupted_access)
     x, y, out = _inputs()
     with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret():
         k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)

@@ -1,0 +1,223 @@
+"""Caller memory and its private host copies, each in a window of the kernel's address space.
+
+A region of overlapping array arguments (an in-place kernel given the same array twice, views of
+one base) is one `Memory`: one host copy, read from the caller's memory (host, torch CUDA or CuPy)
+and written back to it, byte-swapped where the caller's elements are big-endian.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from kernel_nb.engine import arrays
+from kernel_nb.engine.arrays import ArgumentError
+
+# Every Memory gets a window of the kernel's address space of its own: the kernel's pointers are
+# addresses in these windows, never host addresses, so that a pointer carries the memory it was
+# derived from through all arithmetic, selects, casts and loops (see addresses.AddressMap). The
+# windows lie above every user-space address (57 bits, five-level paging) and below 2**63, so that
+# they stay positive as int64; a memory's data sits in the middle of its window, keeping its
+# caller's address modulo 4096 (the alignment a GPU access sees), and a pointer has to move by
+# 2**43 bytes to leave it.
+WINDOW_BITS = 44
+WINDOWS_START = 1 << 57
+WINDOW_COUNT = ((1 << 63) - WINDOWS_START) >> WINDOW_BITS
+_PAGE = 4096
+
+
+def window_base(window: int, caller_lo: int) -> int:
+    """The kernel's address of byte 0 of a memory in window `window` (see WINDOW_BITS)."""
+    return WINDOWS_START + (window << WINDOW_BITS) + (1 << (WINDOW_BITS - 1)) + caller_lo % _PAGE
+
+
+@dataclass(eq=False)
+class Memory:
+    """One region of caller memory and its private host copy.
+
+    `read` gives the caller's memory (a view of host memory, or a fresh host copy of device
+    memory) to fill the copy from; `write` puts a buffer back. The kernel's pointers into the copy
+    are addresses in the memory's window (`base` on); `host` is where the copy really is.
+    """
+
+    space: str  # "host", "cuda:0" ...
+    lo: int  # caller address range [lo, hi)
+    hi: int
+    read: Callable[[], np.ndarray]
+    write: Callable[[np.ndarray], None]
+    copy: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
+    window: int = 0
+    # byte ranges [lo, hi) of the copy that caller memory lets be written (its writeable arguments)
+    writable: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def base(self) -> int:
+        """The kernel's address of the copy's first byte (in the memory's window)."""
+        return window_base(self.window, self.lo)
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+    @cached_property
+    def host(self) -> int:
+        """Host address of the copy (fixed once the copy is made)."""
+        return int(self.copy.ctypes.data)
+
+    @property
+    def read_only(self) -> bool:
+        """No byte of it may be written."""
+        return not self.writable
+
+    @property
+    def all_writable(self) -> bool:
+        return self.writable == [(0, self.size)]
+
+    def write_back(self) -> None:
+        """Put the copy back into caller memory, never into bytes that may not be written."""
+        if self.read_only:
+            return
+        data = self.copy
+        if not self.all_writable:
+            # keep what the caller holds outside the writable ranges (the write leaves equal bytes)
+            data = np.array(self.read())
+            for lo, hi in self.writable:
+                data[lo:hi] = self.copy[lo:hi]
+        self.write(data)
+
+
+def copy_regions(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str, Memory]]:
+    """Give each region of overlapping leaves one Memory and copy it to the host.
+
+    The copies are laid out in one arena, in argument order, each 64-byte aligned; the i-th
+    memory gets window i, so the kernel's addresses, hence every address-derived record, are the
+    same from run to run.
+
+    Raises:
+        ArgumentError: more array arguments than there are windows.
+    """
+    rank = {id(leaf): i for i, leaf in enumerate(leaves)}
+    groups = sorted(arrays.regions(leaves), key=lambda r: min(rank[id(leaf)] for leaf in r.leaves))
+    if len(groups) > WINDOW_COUNT:
+        raise ArgumentError(f"a launch takes at most {WINDOW_COUNT} separate arrays, not {len(groups)}")
+    slots = [_align(r.hi - r.lo) for r in groups]
+    arena = np.zeros(sum(slots) + 64, np.uint8)
+    offset = (-arena.ctypes.data) % 64
+    memories = []
+    memory_of: dict[str, Memory] = {}
+    for window, (region, slot) in enumerate(zip(groups, slots)):
+        memory = _memory(region, arena[offset : offset + (region.hi - region.lo)])
+        memory.window = window
+        memory.writable = _merged(
+            (leaf.lo - region.lo, leaf.hi - region.lo) for leaf in region.leaves if leaf.writeable
+        )
+        memories.append(memory)
+        memory_of.update((leaf.name, memory) for leaf in region.leaves)
+        offset += slot
+    return memories, memory_of
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def _align(n: int) -> int:
+    return (n + 63) // 64 * 64
+
+
+def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
+    members = region.leaves
+    if len(members) == 1:
+        read, write = _access(members[0])
+    elif region.space == "host":
+        read, write = _swapped(_host_access(region.lo, region.hi), arrays.swap_itemsize(region))
+    else:
+        lo, hi = region.lo, region.hi
+        accesses = [(m.lo, m.hi, *_access(m)) for m in members]
+
+        # several device views of one allocation: read each member into its place, write each back
+        def read() -> np.ndarray:
+            out = np.zeros(hi - lo, np.uint8)
+            for m_lo, m_hi, m_read, _ in accesses:
+                out[m_lo - lo : m_hi - lo] = m_read()
+            return out
+
+        def write(data: np.ndarray) -> None:
+            for m_lo, m_hi, _, m_write in accesses:
+                m_write(data[m_lo - lo : m_hi - lo])
+
+    copy[...] = read()
+    return Memory(region.space, region.lo, region.hi, read, write, copy)
+
+
+Access = tuple[Callable[[], np.ndarray], Callable[[np.ndarray], None]]
+
+
+def _access(leaf: arrays.ArrayLeaf) -> Access:
+    """How to read a leaf's span of caller memory and write it back."""
+    if leaf.space == "host":
+        return _swapped(_host_access(leaf.lo, leaf.hi), leaf.dtype.itemsize if leaf.byteswapped else 0)
+    if leaf.library == "torch":
+        return _torch_device_access(leaf)
+    region = arrays.Region(leaf.space, leaf.lo, leaf.hi, [leaf])
+    return region.read, region.write
+
+
+def _host_access(lo: int, hi: int) -> Access:
+    def read() -> np.ndarray:
+        return arrays.host_bytes(lo, hi)  # the caller copies it into the arena
+
+    def write(data: np.ndarray) -> None:
+        target = arrays.host_bytes(lo, hi)
+        changed = target != data
+        if changed.any():  # a read-only input stays untouched
+            target[changed] = data[changed]
+
+    return read, write
+
+
+def _swapped(access: Access, itemsize: int) -> Access:
+    """An access whose copy holds the caller's elements in native byte order: the caller's bytes
+    swapped in `itemsize` steps on the way in and back on the way out (0: as they are). Every
+    element of a span starts a multiple of its size from the span's start, so one swap of the
+    whole span serves strided arrays too (the bytes between elements are swapped there and back)."""
+    if not itemsize:
+        return access
+    read, write = access
+    unit = np.dtype(f"u{itemsize}")
+
+    def read_native() -> np.ndarray:
+        return np.ascontiguousarray(read()).view(unit).byteswap().view(np.uint8)
+
+    def write_native(data: np.ndarray) -> None:
+        write(np.ascontiguousarray(data).view(unit).byteswap().view(np.uint8))
+
+    return read_native, write_native
+
+
+def _torch_device_access(leaf: arrays.ArrayLeaf) -> Access:
+    """A torch CUDA tensor's span, through torch (CuPy may not be there)."""
+    import torch
+
+    storage = leaf.array.untyped_storage()
+    base = int(storage.data_ptr())
+    nbytes = int(storage.nbytes())
+    whole = torch.empty(0, dtype=torch.uint8, device=leaf.array.device).set_(storage, 0, (nbytes,), (1,))
+    lo, hi = leaf.lo - base, leaf.hi - base
+
+    def read() -> np.ndarray:
+        return whole[lo:hi].cpu().numpy().copy()
+
+    def write(data: np.ndarray) -> None:
+        whole[lo:hi].copy_(torch.from_numpy(np.ascontiguousarray(data)))
+
+    return read, write
