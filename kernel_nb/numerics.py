@@ -181,12 +181,15 @@ def round_to_tf32(x: np.ndarray) -> np.ndarray:
     return np.where(special, bits, rounded).view(np.float32)
 
 
-def float_to_int(values: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Float → integer as compiled Triton computes it on an NVIDIA GPU (measured on an H200).
+def float_to_int(values: np.ndarray, dtype: np.dtype, source: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
+    """Float → integer as compiled Triton computes it on an NVIDIA GPU (measured on an H200:
+    tests/engine/fixtures/gpu_casts.npz).
 
-    Truncate toward zero and saturate at the type's range, NaN → 0; except that 8-bit targets
-    saturate at the 16-bit range and keep the low byte (1e10 → int8 -1, 256.0 → uint8 0), and
-    NaN → int64 gives INT64_MIN.
+    Truncate toward zero and saturate at the type's range; except that 8-bit targets saturate at
+    the 16-bit range and keep the low byte (1e10 → int8 -1, 256.0 → uint8 0). NaN gives what the
+    conversion instruction gives: from fp64 (`source`, a Triton type name) the integer with only the
+    top bit set (-32768 for int16, 32768 for uint16, 2**31 for uint32 ...), from narrower floats 0;
+    a 64-bit target takes the top bit from every source (int64 INT64_MIN, uint64 2**63).
 
     Returns:
         The converted values and a mask of the lanes whose result is backend-dependent
@@ -196,18 +199,20 @@ def float_to_int(values: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.nd
     info = np.iinfo(dtype)
     x = np.asarray(values, dtype=np.float64)
     if dtype.itemsize == 1:
-        wide, _ = float_to_int(x, np.dtype(np.int16 if dtype.kind == "i" else np.uint16))
+        wide, _ = float_to_int(x, np.dtype(np.int16 if dtype.kind == "i" else np.uint16), source)
         truncated = np.trunc(x)
         undefined = np.isnan(x) | (truncated < info.min) | (truncated > info.max)
         return wide.astype(dtype), undefined
     nan = np.isnan(x)
     truncated = np.trunc(np.where(nan, 0.0, x))
-    out_of_range = (truncated < info.min) | (truncated > info.max)
-    result = np.clip(truncated, info.min, info.max)
-    # float64 cannot hold int64's max exactly: saturate those lanes by hand
-    converted = np.where(out_of_range, 0, result).astype(dtype)
-    converted = np.where(truncated > info.max, info.max, converted)
-    converted = np.where(truncated < info.min, info.min, converted).astype(dtype)
-    if dtype == np.int64:
-        converted = np.where(nan, info.min, converted).astype(dtype)
-    return converted, nan | out_of_range
+    # the bounds as powers of two, which float64 holds exactly (float(INT64_MAX) rounds up to 2**63)
+    bits = 8 * dtype.itemsize
+    above = truncated >= 2.0 ** (bits - 1 if dtype.kind == "i" else bits)
+    below = truncated < (-(2.0 ** (bits - 1)) if dtype.kind == "i" else 0.0)
+    inside = ~(above | below)
+    converted = np.where(inside, truncated, 0).astype(dtype)
+    converted[above] = info.max
+    converted[below] = info.min
+    top_bit = source == "fp64" or bits == 64
+    converted[nan] = np.array(1 << (bits - 1), np.uint64).astype(dtype) if top_bit else 0
+    return converted, nan | above | below

@@ -205,7 +205,7 @@ class ArithmeticHooks:
             return triton_compat.TensorHandle(numerics.encode(values, dst_name), dst_type.scalar)
         if src_float and dst_int:
             target = triton_compat.np_dtype(dst_type.scalar)
-            converted, bad = numerics.float_to_int(values, target)
+            converted, bad = numerics.float_to_int(values, target, src_name)
             if self.detect:
                 self._report_cast(values, bad, dst_name)
             return triton_compat.TensorHandle(converted, dst_type.scalar)
