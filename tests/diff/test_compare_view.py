@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytest.importorskip("anywidget", reason="a test of the notebook side")
+
+
 import kernel_nb.gpu as gpu
 from kernel_nb.view import TraceViewer, dispatch
 from kernel_nb.view.compare import comparison_png

@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+
+pytest.importorskip("IPython", reason="a test of the notebook side")
+
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
