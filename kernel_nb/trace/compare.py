@@ -48,9 +48,9 @@ class Tolerance:
         """The absolute part for a buffer whose CPU values are `reference`."""
         if not self.atol_of_max or not is_float(reference.dtype):
             return float(self.atol)
-        values = np.abs(reference.astype(np.float64))
-        finite = values[np.isfinite(values)]
-        return float(self.atol + self.atol_of_max * (finite.max() if finite.size else 0.0))
+        values = reference if reference.dtype.kind == "f" else reference.astype(np.float32)
+        largest = np.max(np.abs(values), where=np.isfinite(values), initial=0.0)
+        return float(self.atol + self.atol_of_max * float(largest))
 
     def describe(self) -> str:
         parts = [f"rtol {_num(self.rtol)}", f"atol {_num(self.atol)}"]

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from kernel_nb import compare
+from kernel_nb.compare import buffers as compare_buffers
 
 # Measured on an NVIDIA H200 (triton 3.6), tests/gpu/test_gpu_runner.py:
 # 256^3 fp32 tl.dot against an fp64 product, as max|diff| / max|reference|.
@@ -156,3 +157,27 @@ def test_uses_tf32_dots():
     assert compare.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32 : tensor<32x32xf32>")
     assert not compare.uses_tf32_dots("%z = tt.dot %x, %y, %z : tensor<32x32xf32>")
     assert not compare.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32x3 : tensor<32x32xf32>")
+
+
+def test_a_buffer_of_several_chunks_is_judged_as_one():
+    rng = np.random.default_rng(3)
+    size = 3 * compare_buffers.CHUNK + 17
+    before = np.zeros(size, np.float32)
+    cpu = rng.standard_normal(size).astype(np.float32)
+    gpu = cpu.copy()
+    gpu[::5] = np.nextafter(gpu[::5], np.float32(np.inf))  # 1 ulp apart in every chunk
+    far = [10, compare_buffers.CHUNK + 3, 2 * compare_buffers.CHUNK + 9, size - 1]
+    gpu[far] += np.float32(1.0)
+    gpu[far[1]] += np.float32(2.0)  # the largest difference, in the second chunk
+    cpu[7] = gpu[7] = np.nan  # equal NaNs: no distance, no mismatch
+    gpu[compare_buffers.CHUNK + 1] = np.nan  # a NaN on one side only
+    compared = compare.compare_buffer("y", before, cpu, gpu)
+    assert compared.positions.tolist() == sorted([*far, compare_buffers.CHUNK + 1])
+    assert compared.mismatches == 5
+    assert compared.max_abs_at == far[1]
+    assert compared.max_abs == pytest.approx(3.0, rel=1e-3)
+    assert compared.nan_mismatches == 1
+    ulp = compare.ulp_distance(cpu, gpu)
+    counted = ~(np.isnan(cpu) | np.isnan(gpu))
+    assert compared.ulp_hist == compare.ulp_histogram(ulp[counted])
+    assert compared.max_ulp == int(ulp[counted].max())
