@@ -28,10 +28,12 @@ class StatementFacts:
         operands: the names the statement reads.
         sources: "tf32 dot" (a dot at Triton's default precision), "dot", "reduction",
             "fma contraction" (a*b+c) or "approximate math" (exp, sqrt, /, ...).
+        expression: the source of the expression (to recompute it: `kernel_nb.compare.reevaluate`).
     """
 
     operands: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    expression: str = ""
 
 
 def facts_of(reads: list[ast.expr]) -> StatementFacts:
@@ -58,7 +60,8 @@ def facts_of(reads: list[ast.expr]) -> StatementFacts:
                     sources.add("fma contraction")
                 elif isinstance(node.op, ast.Div):
                     sources.add("approximate math")
-    return StatementFacts(tuple(sorted(operands)), tuple(sorted(sources)))
+    expression = ast.unparse(reads[0]) if len(reads) == 1 else ""
+    return StatementFacts(tuple(sorted(operands)), tuple(sorted(sources)), expression)
 
 
 def _walk_values(expr: ast.expr) -> Iterable[ast.AST]:

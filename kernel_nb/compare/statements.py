@@ -7,7 +7,7 @@ programs and each record gets a status:
 | status | meaning |
 | --- | --- |
 | match | within the tolerance policy of `kernel_nb.compare.tolerance` for the value's dtype |
-| precision | beyond it, within a looser bound, and the value comes from something the GPU rounds differently: a tf32 dot, a reduction, an a*b+c the GPU contracts to an fma, approximate math, or an operand that already differed that way |
+| precision | beyond it, within a looser bound, and the value comes from something the GPU rounds differently: a tf32 dot, a reduction, an a*b+c the GPU contracts to an fma, approximate math, or an operand that already differed that way ; or beyond any bound, but recomputed on the CPU from the GPU's own operands it is the GPU's value (`kernel_nb.compare.reevaluate`): the difference came in, or rounding of the operands was amplified here |
 | diverge | beyond that: a real divergence (NaN/Inf on one side only, integers that differ, a different control flow) |
 | missing | the GPU logged no value for it (its log ended, or control flow diverged before) |
 | skipped | not logged on the GPU (a type the probe does not store, a helper called indirectly) |
@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from kernel_nb.compare.buffers import ulp_distance
+from kernel_nb.compare.reevaluate import agrees, recompute
 from kernel_nb.compare.tolerance import EXACT, TF32, tolerance_for
 from kernel_nb.numerics import NUMPY_TYPES, is_float, numpy_dtype
 from kernel_nb.trace import Launch, Pid, ProgramDivergence, Record, StatementDiff, Tolerance
@@ -50,6 +51,7 @@ class Probe:
         skipped: per statement id, why it was not logged.
         addresses: per array argument, (address of element 0 in the probed run, element size).
         tf32: the probed kernel ran its fp32 dots in tf32.
+        expressions: per statement id, the source of the expression its value is computed from.
     """
 
     storage: dict[int, str]
@@ -58,6 +60,7 @@ class Probe:
     skipped: dict[int, str]
     addresses: dict[str, tuple[int, int]]
     tf32: bool = False
+    expressions: dict[int, str] = field(default_factory=dict)
 
 
 def compare_program(
@@ -92,6 +95,7 @@ def compare_program(
     last = {r.stmt: r.seq for r in records}
     seen: Counter[int] = Counter()
     live: dict[tuple[tuple[str, ...], str], str] = {}  # (call path, name) → why it may differ
+    seen_gpu: dict[tuple[tuple[str, ...], str], np.ndarray] = {}  # (call path, name) → its GPU value
     out: list[StatementDiff] = []
     for record in records:
         s = _blank(launch, record)
@@ -111,7 +115,8 @@ def compare_program(
             if gpu is None:
                 s.status, s.reason = "skipped", f"points outside every argument ({record.dtype})"
             else:
-                _classify(s, record, gpu, probe, live, rtol, atol)
+                _classify(s, record, gpu, probe, live, rtol, atol, seen_gpu)
+                seen_gpu[(record.call_path, s.name)] = gpu
             if record.seq == last[stmt] and pending[stmt] and not overflow:
                 s.status, s.reason = (
                     "diverge",
@@ -170,6 +175,7 @@ def _classify(
     live: dict[tuple[tuple[str, ...], str], str],
     rtol: float | None,
     atol: float | None,
+    seen_gpu: dict[tuple[tuple[str, ...], str], np.ndarray],
 ) -> None:
     cpu = np.asarray(record.value) if record.value is not None else None
     s.size = int(gpu.size)
@@ -209,20 +215,66 @@ def _classify(
             s.reason = f"{beyond}, within {relaxed.reason} ({relaxed.describe()}): {origins[0]}"
             live[key] = origins[0]
             return
+    carried = _carried_in(record, gpu, probe, seen_gpu, strict, cpu) if floating else None
+    if carried is not None:
+        diverged = [n for n in carried if live.get((record.call_path, n)) == "diverged"]
+        names = ", ".join(f"`{n}`" for n in (diverged or carried))
+        local = f"fed the GPU's own {names}, this line computes the GPU's value within {what}"
+        if diverged:
+            s.status, s.reason = "diverge", f"{beyond}; {local}: it carries the divergence of {names}"
+            live[key] = "diverged"
+            return
+        s.status = "precision"
+        # recomputed without the statement's own rounding, so only what came through operands explains it
+        incoming = [why for why in origins if why.startswith("from ")]
+        if incoming:
+            s.reason = f"{beyond}; {local}: it carries a difference that came in ({incoming[0]})"
+        else:
+            s.reason = (
+                f"{beyond}; {local}: amplified rounding, the operands match within tolerance and this "
+                "line magnifies their differences (a difference of close values, say)"
+            )
+        live[key] = incoming[0] if incoming else f"rounding of {names} amplified at line {s.line}"
+        return
+    if floating and origins and not special.any():
         beyond += f", and beyond {relaxed.reason} ({relaxed.describe()}) that {origins[0]} explains"
     elif special.any():
         beyond += f" ({int(special.sum())} NaN/Inf on one side only)"
     elif origins:
-        beyond += (
-            f"; its operands differ only by rounding ({origins[0]}), but an integer or bool result may not"
-        )
+        beyond += f"; its operands differ by rounding ({origins[0]}), which an integer or bool result turns into a different value"
     s.status, s.reason = "diverge", beyond
     live[key] = "diverged"
 
 
+def _carried_in(
+    record: Record,
+    gpu: np.ndarray,
+    probe: Probe,
+    seen_gpu: dict[tuple[tuple[str, ...], str], np.ndarray],
+    strict: Tolerance,
+    cpu: np.ndarray,
+) -> list[str] | None:
+    """The operands whose GPU values, put through this statement on the CPU, give the GPU's value
+    within the statement's own tolerance: the statement did not make the difference. None when it
+    cannot be recomputed (not elementwise, an operand the GPU did not log) or gives something else."""
+    expression = probe.expressions.get(record.stmt)
+    names = probe.operands.get(record.stmt, ())
+    if not expression or not names:
+        return None
+    frame = record.call_path
+    operands = {n: seen_gpu[(frame, n)] for n in names if (frame, n) in seen_gpu}
+    if len(operands) != len(names):
+        return None
+    local = recompute(expression, operands, np.dtype(_FLOATS[record.dtype]))
+    if local is None or not agrees(local, gpu, strict.rtol, strict.floor(cpu)):
+        return None
+    return sorted(names)
+
+
 def _origins(record: Record, probe: Probe, live: dict[tuple[tuple[str, ...], str], str]) -> list[str]:
     """Why this value may differ by rounding: its own expression, then operands that already did."""
-    statement_sources = probe.sources.get(record.stmt, ())
+    # integer and bool arithmetic is exact: only a float statement's own operation rounds
+    statement_sources = probe.sources.get(record.stmt, ()) if record.dtype in _FLOATS else ()
     found = [f"{source} here" for source in statement_sources]
     names = probe.operands.get(record.stmt, ())
     frame = record.call_path
@@ -238,7 +290,8 @@ def _origins(record: Record, probe: Probe, live: dict[tuple[tuple[str, ...], str
             for (path, n), w in live.items()
             if path == caller and w != "diverged"
         )
-    return found
+    # a tf32 dot's error, where it flows in, outweighs any rounding of the statement's own
+    return sorted(found, key=lambda why: "tf32 dot" not in why)
 
 
 def _relaxed(record: Record, strict: Tolerance, origins: list[str], tf32: bool) -> Tolerance:

@@ -173,6 +173,7 @@ def analyse(
         skipped=probed.skipped,
         addresses=result.addresses or addresses_from_log(launch, result.logs),
         tf32=result.tf32,
+        expressions={stmt: f.expression for stmt, f in facts.items()},
     )
     notes = []
     programs = []
