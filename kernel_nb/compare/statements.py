@@ -275,7 +275,10 @@ def _origins(record: Record, probe: Probe, live: dict[tuple[tuple[str, ...], str
     """Why this value may differ by rounding: its own expression, then operands that already did."""
     # integer and bool arithmetic is exact: only a float statement's own operation rounds
     statement_sources = probe.sources.get(record.stmt, ()) if record.dtype in _FLOATS else ()
-    found = [f"{source} here" for source in statement_sources]
+    # a dot at default precision runs in tf32 only on fp32 blocks: the compiled kernel says whether any did
+    found = [
+        f"{'dot' if source == 'tf32 dot' and not probe.tf32 else source} here" for source in statement_sources
+    ]
     names = probe.operands.get(record.stmt, ())
     frame = record.call_path
     for name in names:

@@ -22,6 +22,7 @@ the whole absolute part; an explicit `rtol` (``--rtol``) replaces rtol.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -74,8 +75,16 @@ def tolerance_for(
 
 
 def uses_tf32_dots(ttir: str) -> bool:
-    """Whether a kernel's TTIR has a dot that the GPU runs with tf32 inputs (Triton's fp32 default)."""
+    """Whether a kernel's TTIR has a dot that the GPU runs with tf32 inputs: Triton's default precision
+    on fp32 operands. Every dot carries `inputPrecision = tf32` by default, fp16 and bf16 ones too,
+    which the GPU multiplies exactly: the operand types decide."""
     return any(
-        "tt.dot" in line and "inputPrecision = tf32" in line and "tf32x3" not in line
+        (dot := _TF32_DOT.search(line)) is not None and dot["a"] == dot["b"] == "f32"
         for line in ttir.splitlines()
     )
+
+
+# `%4 = tt.dot %a, %b, %c, inputPrecision = tf32 : tensor<32x32xf32> * tensor<32x32xf32> -> ...`
+_TF32_DOT = re.compile(
+    r"tt\.dot .*inputPrecision = tf32\b(?!x).*: tensor<[^>]*x(?P<a>\w+)> \* tensor<[^>]*x(?P<b>\w+)>"
+)

@@ -154,9 +154,15 @@ def test_comparison_verdicts():
 
 
 def test_uses_tf32_dots():
-    assert compare.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32 : tensor<32x32xf32>")
-    assert not compare.uses_tf32_dots("%z = tt.dot %x, %y, %z : tensor<32x32xf32>")
-    assert not compare.uses_tf32_dots("%z = tt.dot %x, %y, %z, inputPrecision = tf32x3 : tensor<32x32xf32>")
+    # TTIR lines as Triton 3.9 writes them for tl.dot on fp32 and fp16 blocks
+    dot = "%4 = tt.dot %a_8, %b_12, %cst{} : tensor<32x32x{}> * tensor<32x32x{}> -> tensor<32x32xf32> loc(#loc1)"
+    assert compare.uses_tf32_dots(dot.format(", inputPrecision = tf32", "f32", "f32"))
+    assert not compare.uses_tf32_dots(dot.format("", "f32", "f32"))
+    assert not compare.uses_tf32_dots(dot.format(", inputPrecision = tf32x3", "f32", "f32"))
+    assert not compare.uses_tf32_dots(dot.format(", inputPrecision = ieee", "f32", "f32"))
+    # an fp16 dot carries the default attribute too, but its products are exact on the GPU
+    assert not compare.uses_tf32_dots(dot.format(", inputPrecision = tf32", "f16", "f16"))
+    assert not compare.uses_tf32_dots(dot.format(", inputPrecision = tf32", "bf16", "bf16"))
 
 
 def test_a_buffer_of_several_chunks_is_judged_as_one():
