@@ -11,6 +11,7 @@ from kernel_nb.compare.buffers import (
     ulp_distance,
     ulp_histogram,
 )
+from kernel_nb.compare.dot_reach import dot_fed_buffers
 from kernel_nb.compare.precision import StatementFacts, facts_of
 from kernel_nb.compare.statements import MAX_LANES, RELAXED_FACTOR, Probe, compare_program, decode
 from kernel_nb.compare.tolerance import EXACT, TF32, default_tolerance, tolerance_for, uses_tf32_dots
@@ -34,6 +35,7 @@ __all__ = [
     "compare_program",
     "decode",
     "default_tolerance",
+    "dot_fed_buffers",
     "facts_of",
     "tolerance_for",
     "ulp_bucket_labels",

@@ -45,9 +45,9 @@ def facts_of(reads: list[ast.expr]) -> StatementFacts:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 operands.add(node.id)
             elif isinstance(node, ast.Call):
-                called = _called_name(node.func)
+                called = called_name(node.func)
                 if called in ("dot", "dot_scaled"):
-                    sources.add("tf32 dot" if _default_precision(node) else "dot")
+                    sources.add("tf32 dot" if default_precision(node) else "dot")
                 elif called in _REDUCTIONS:
                     sources.add("reduction")
                 elif called in _APPROXIMATE:
@@ -70,20 +70,20 @@ def _walk_values(expr: ast.expr) -> Iterable[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, ast.Call) and _called_name(node.func) in _ADDRESSING:
+        if isinstance(node, ast.Call) and called_name(node.func) in _ADDRESSING:
             stack.append(node.func)
             stack.extend(k.value for k in node.keywords if k.arg == "other")
             continue
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _called_name(func: ast.expr) -> str:
+def called_name(func: ast.expr) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
     return func.id if isinstance(func, ast.Name) else ""
 
 
-def _default_precision(call: ast.Call) -> bool:
+def default_precision(call: ast.Call) -> bool:
     """A dot that the GPU runs on tf32 inputs when they are fp32 (no ieee / tf32x3 / allow_tf32=False)."""
     for keyword in call.keywords:
         value = keyword.value

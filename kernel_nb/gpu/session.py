@@ -17,11 +17,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from kernel_nb.compare import compare_buffer, tolerance_for, uses_tf32_dots
+import numpy as np
+
+from kernel_nb.compare import compare_buffer, dot_fed_buffers, tolerance_for, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
@@ -31,7 +33,7 @@ from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
 from kernel_nb.session import Session
-from kernel_nb.trace import Comparison, Launch, Pid, as_pid
+from kernel_nb.trace import Comparison, Launch, Pid, Tolerance, as_pid
 
 Mode = Literal["gpu", "compare", "interpret"]
 Keep = Literal["gpu", "cpu"]
@@ -251,13 +253,15 @@ def compare_launch(
     """Compare every buffer of a launch that either side wrote, from region snapshots of each side."""
     ttir = gpu_launch.artifacts.stages.get("ttir", "") if gpu_launch.artifacts is not None else ""
     tf32 = uses_tf32_dots(ttir)
+    leaves = list(arguments.distinct_leaves())
+    fed = dot_fed_buffers(launch.sources, launch.kernel, [leaf.name for leaf in leaves]) if tf32 else set()
     buffers = []
-    for leaf in arguments.distinct_leaves():
+    for leaf in leaves:
         index = arguments.regions.index(arguments.region_of(leaf))
         region = arguments.regions[index]
         span = [region.span(leaf, data[index]) for data in (before, cpu, gpu)]
         buffer_map = launch.buffers.get(leaf.name)
-        tolerance = tolerance_for(leaf.dtype, tf32=tf32, rtol=options.rtol, atol=options.atol)
+        tolerance = _scoped(leaf.dtype, tf32, fed, leaf.name, options)
         compared = compare_buffer(
             leaf.name,
             *span,
@@ -277,6 +281,20 @@ def compare_launch(
         tf32=tf32,
         kept=options.keep,
     )
+
+
+def _scoped(dtype: Any, tf32: bool, fed: set[str] | None, name: str, options: GpuOptions) -> Tolerance:
+    """The buffer's tolerance: tf32's where a tf32 dot's result is stored into it (every fp32 buffer
+    when the source cannot say), the dtype's own elsewhere, saying which and why."""
+    reached = tf32 and (fed is None or name.split(".")[0] in fed)
+    tolerance = tolerance_for(dtype, tf32=reached, rtol=options.rtol, atol=options.atol)
+    if np.dtype(dtype) != np.float32 or not tf32:
+        return tolerance
+    if reached:
+        why = "a tf32 dot's result is stored into it" if fed is not None else "the kernel has tf32 dots"
+    else:
+        why = "no tf32 dot reaches it"
+    return replace(tolerance, reason=f"{tolerance.reason} ({why})")
 
 
 def restore_after(arguments: Arguments, saved: list[Any], failure: BaseException) -> None:
