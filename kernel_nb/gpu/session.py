@@ -25,6 +25,7 @@ import numpy as np
 
 from kernel_nb.compare import compare_buffer, dot_fed_buffers, tolerance_for, uses_tf32_dots
 from kernel_nb.engine import triton_compat
+from kernel_nb.errors import KernelError
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
 from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
@@ -158,9 +159,19 @@ class GpuSession(Session):
     def _compare(
         self, arguments: Arguments, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> None:
-        """Interpret, restore the inputs, run compiled, compare; leave the kept side's results."""
+        """Interpret, restore the inputs, run compiled, compare; leave the kept side's results.
+
+        When the interpreter fails, the compiled side still runs from the same inputs, so that the
+        failed launch shows what the GPU made of them; then the interpreter's error is raised with
+        the arrays as they were.
+        """
         before = arguments.snapshot()
-        launch = self._interpret(kernel, grid, args, kwargs)
+        try:
+            launch = self._interpret(kernel, grid, args, kwargs)
+        except KernelError as error:
+            if error.launch is not None:
+                self._compare_failed(error.launch, arguments, kernel, grid, args, kwargs, before, error)
+            raise
         cpu = arguments.snapshot()
         arguments.restore(before)
         try:
@@ -197,6 +208,35 @@ class GpuSession(Session):
             arguments.restore(gpu)
         if self.gpu_options.keep == "cpu":
             arguments.restore(cpu)
+
+    def _compare_failed(
+        self,
+        launch: Launch,
+        arguments: Arguments,
+        kernel: Any,
+        grid: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        before: list[Any],
+        error: KernelError,
+    ) -> None:
+        """The GPU side of a launch the interpreter failed on: its outputs against the inputs, kept
+        on the launch's comparison; the caller's arrays are put back either way."""
+        try:
+            gpu_launch = self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
+        except Exception as failure:  # the GPU fails too: the interpreter's error says more
+            restore_after(arguments, before, failure)
+            launch.comparison = Comparison(
+                launch.index, launch.kernel, "", [], cpu_error=error.message, gpu_error=str(failure)
+            )
+            return
+        self.gpu.launches.append(gpu_launch)
+        gpu = arguments.snapshot()
+        arguments.restore(before)
+        launch.artifacts = gpu_launch.artifacts
+        comparison = compare_launch(launch, arguments, before, before, gpu, self.gpu_options, gpu_launch)
+        comparison.cpu_error = error.message
+        launch.comparison = comparison
 
     def _check_context(self, arguments: Arguments) -> None:
         """Refuse the launch on a lost CUDA context before anything reads device arrays (the
@@ -260,7 +300,8 @@ def compare_launch(
         index = arguments.regions.index(arguments.region_of(leaf))
         region = arguments.regions[index]
         span = [region.span(leaf, data[index]) for data in (before, cpu, gpu)]
-        buffer_map = launch.buffers.get(leaf.name)
+        # a launch the interpreter failed on wrote nothing: its partial counts are no writes
+        buffer_map = launch.buffers.get(leaf.name) if launch.status == "ok" else None
         tolerance = _scoped(leaf.dtype, tf32, fed, leaf.name, options)
         compared = compare_buffer(
             leaf.name,

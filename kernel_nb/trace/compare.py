@@ -150,6 +150,9 @@ class Comparison:
         buffers: every buffer that either side wrote.
         tf32: the compiled kernel has fp32 dots in tf32 (the fp32 policy was relaxed for it).
         kept: whose results the cell went on with: "gpu" or "cpu".
+        cpu_error: the interpreter's error when it failed on the launch: `buffers` then hold what
+            the GPU wrote against the inputs (the interpreter wrote nothing), and the cell failed.
+        gpu_error: the compiled side's error when it failed too.
     """
 
     launch: int
@@ -158,10 +161,12 @@ class Comparison:
     buffers: list[BufferComparison]
     tf32: bool = False
     kept: Literal["gpu", "cpu"] = "gpu"
+    cpu_error: str | None = None
+    gpu_error: str | None = None
 
     @property
     def ok(self) -> bool:
-        return all(b.ok for b in self.buffers)
+        return self.cpu_error is None and all(b.ok for b in self.buffers)
 
     @property
     def mismatching(self) -> list[BufferComparison]:
@@ -170,6 +175,13 @@ class Comparison:
     def verdict(self) -> str:
         """One line per launch: MATCH or MISMATCH, naming the buffers that differ."""
         head = f"#{self.launch} {self.kernel}"
+        if self.cpu_error is not None:
+            gpu = (
+                f"the GPU failed too: {self.gpu_error}"
+                if self.gpu_error is not None
+                else f"the GPU ran it and wrote {', '.join(b.arg for b in self.buffers) or 'nothing'}"
+            )
+            return f"{head}: the interpreter failed ({self.cpu_error}); {gpu}"
         if not self.buffers:
             return f"{head}: nothing to compare (neither side wrote a buffer)"
         if self.ok:

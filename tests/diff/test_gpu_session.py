@@ -90,7 +90,7 @@ def test_failed_gpu_side_restores_the_inputs():
     assert len(session.trace) == 1 and session.trace[0].comparison is None
 
 
-def test_interpreter_errors_stop_before_the_gpu():
+def test_an_interpreter_error_is_raised_after_the_gpu_side_ran_with_the_arrays_as_they_were():
     out = np.full(100, 5.0, np.float32)
     launcher = fake_gpu()
     with (
@@ -98,7 +98,7 @@ def test_interpreter_errors_stop_before_the_gpu():
         gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=launcher),
     ):
         k.add_kernel_no_mask[(1,)](out, out, out, 100, BLOCK=128)
-    assert launcher.calls == []
+    assert launcher.calls == [0]
     np.testing.assert_array_equal(out, 5.0)
 
 
@@ -220,3 +220,37 @@ def test_restoring_after_a_lost_context_leaves_device_memory_alone():
     saved.append(np.zeros(8, np.uint8))
     restore_after(arguments, saved, gpu.CudaContextLost("copy_kernel", 0, "x", earlier=False))
     np.testing.assert_array_equal(host, 3.0)
+
+
+def test_compare_runs_the_gpu_side_when_the_interpreter_fails_and_raises_with_the_arrays_unchanged():
+    x, y, out = _inputs()
+    out[:] = 7.0
+    launcher = fake_gpu()
+    session = gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=launcher)
+    with pytest.raises(kernel_nb.KernelMemoryError) as info, session:
+        k.add_kernel_no_mask[(4,)](x, y, out, 1000, BLOCK=256)  # the last program reads past x
+    assert launcher.calls == [0]
+    assert (out == 7.0).all()
+    launch = session.trace[0]
+    assert launch.status == "error"
+    comparison = launch.comparison
+    assert comparison is not None and not comparison.ok
+    assert comparison.cpu_error == info.value.message
+    [buffer] = comparison.buffers
+    assert (buffer.arg, buffer.written_by) == ("out_ptr", "gpu")
+    np.testing.assert_array_equal(buffer.gpu[:1000], x + y)
+    assert (
+        comparison.verdict()
+        == f"#0 add_kernel_no_mask: the interpreter failed ({info.value.message}); the GPU ran it and wrote out_ptr"
+    )
+
+
+def test_compare_says_so_when_both_sides_fail():
+    x, y, out = _inputs()
+    session = gpu.GpuSession(gpu=gpu.GpuOptions(mode="compare"), launcher=fake_gpu(fail=True))
+    with pytest.raises(kernel_nb.KernelMemoryError), session:
+        k.add_kernel_no_mask[(4,)](x, y, out, 1000, BLOCK=256)
+    assert (out == 0.0).all()
+    comparison = session.trace[0].comparison
+    assert comparison.gpu_error == "add_kernel: the compiled launch failed"
+    assert comparison.verdict().endswith("; the GPU failed too: add_kernel: the compiled launch failed")
