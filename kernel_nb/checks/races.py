@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_nb.checks.describe import describe
+from kernel_nb.checks.describe import elements_of
 from kernel_nb.checks.observations import Observations, Site
 from kernel_nb.trace import Pid
+from kernel_nb.trace.coordinates import Layout
 
 
 def read_after_write(
-    observations: Observations, site: Site, *, arg: str, elements: np.ndarray, other: Pid
+    observations: Observations,
+    site: Site,
+    *,
+    arg: str,
+    elements: np.ndarray,
+    other: Pid,
+    layout: Layout | None = None,
 ) -> None:
-    """A plain load of `elements` that program `other` stored earlier in the launch."""
+    """A plain load of `elements` that program `other` stored earlier in the launch (`layout`:
+    the argument's, to name n-D elements by index)."""
     observations.add(
         "race_read_after_write",
         "warning",
@@ -23,7 +31,7 @@ def read_after_write(
         arg=arg,
         elements=elements,
         detail=(
-            f"reads {arg} elements {describe(elements)} that program "
+            f"reads {elements_of(arg, elements, layout)} that program "
             f"({other[0]},{other[1]},{other[2]}) wrote earlier in this launch; programs of one "
             f"launch run in no guaranteed order on the GPU"
         ),
@@ -31,7 +39,13 @@ def read_after_write(
 
 
 def conflicting_write(
-    observations: Observations, site: Site, *, arg: str, elements: np.ndarray, other: Pid
+    observations: Observations,
+    site: Site,
+    *,
+    arg: str,
+    elements: np.ndarray,
+    other: Pid,
+    layout: Layout | None = None,
 ) -> None:
     """A plain store of `elements` that program `other` also stored, with a different value."""
     observations.add(
@@ -41,7 +55,7 @@ def conflicting_write(
         arg=arg,
         elements=elements,
         detail=(
-            f"writes {arg} elements {describe(elements)} that program "
+            f"writes {elements_of(arg, elements, layout)} that program "
             f"({other[0]},{other[1]},{other[2]}) also wrote, with a different value; the result "
             f"depends on which program the GPU runs last"
         ),

@@ -25,7 +25,7 @@ import numpy as np
 
 from kernel_nb.checks import Observations, Site, races, uninitialised
 from kernel_nb.checks.state import AccessState, ElementArrays
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import hints, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.patches import patched_methods
@@ -33,6 +33,7 @@ from kernel_nb.engine.recorder import Recorder
 from kernel_nb.engine.waiting import Turns
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
 from kernel_nb.trace import BufferMap, Launch, MemoryEvent
+from kernel_nb.trace.coordinates import Layout
 
 Locator = Callable[[], tuple[str, int]]
 
@@ -91,7 +92,7 @@ class MemoryGuard:
         lanes = np.asarray(addresses)[active]
         ok = self.addresses.in_bounds(lanes, itemsize)
         if not ok.all():
-            self._out_of_bounds(op, lanes, ok, unmasked)
+            self._out_of_bounds(op, np.asarray(addresses), active, ok, unmasked)
         ok = self.addresses.aligned(lanes, itemsize)
         if not ok.all():
             self._misaligned(op, ptrs, lanes, ok, itemsize)
@@ -110,14 +111,12 @@ class MemoryGuard:
     def _refuse(self, message: str, file: str, line: int, pid: tuple[int, int, int]) -> None:
         raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
 
-    def _out_of_bounds(self, op: str, lanes: np.ndarray, ok: np.ndarray, unmasked: bool) -> None:
+    def _out_of_bounds(
+        self, op: str, addresses: np.ndarray, active: np.ndarray, ok: np.ndarray, unmasked: bool
+    ) -> None:
+        lanes = addresses[active]
         bad = lanes[~ok]
         file, line, pid, where, source, verb = self._where(op)
-        advice = (
-            "add a mask, e.g. mask=offsets < n"
-            if unmasked
-            else "the mask lets these lanes through; check the mask's bound"
-        )
         arg = self.buffer_at(int(bad[0]))
         if arg is None:
             if not self.buffers:
@@ -149,13 +148,36 @@ class MemoryGuard:
         # lanes of the same memory as the first: the elements named are of its argument
         same = self.addresses.windows(bad) == self.addresses.window_of(int(bad[0]))
         elements = (bad[same].astype(np.int64) - arg.ptr) // arg.itemsize
-        lo, hi = int(elements.min()), int(elements.max()) + 1
-        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
-        message = (
-            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} has {arg.size} "
-            f"({bad.size} of {lanes.size} active lanes out of bounds); {advice}"
-        )
+        lo = int(elements.min())
         self.launch.buffers[arg.name].oob.append((self.launch.linear(pid), line, lo))
+        named = layout(arg).text(arg.name, elements)
+        if named is None:
+            hi = int(elements.max()) + 1
+            named = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
+        has = f"has shape ({', '.join(map(str, arg.shape))})" if len(arg.shape) > 1 else f"has {arg.size}"
+        message = f"{where}: {source} of {arg.name} {verb} {named} but {arg.name} {has} "
+        if bad.size < lanes.size:
+            out = np.zeros(addresses.shape, bool)
+            out[active] = ~ok
+            which = hints.lanes_text(out)
+            advice = (
+                "add a mask, e.g. mask=offsets < n"
+                if unmasked
+                else "the mask lets these lanes through; check the mask's bound"
+            )
+            message += f"({bad.size} of {lanes.size} active lanes out of bounds{': ' + which if which else ''}); {advice}"
+        else:
+            steps = hints.tile_steps(addresses, arg.itemsize)
+            terms = hints.pointer_terms(self.launch.sources, file, line, op, self.launch.args)
+            wrong = (
+                "the offsets (or the grid) are wrong: a mask would only hide it"
+                if unmasked
+                else "the offsets are wrong, not the mask"
+            )
+            message += (
+                f"({bad.size} of {lanes.size} active lanes out of bounds); {wrong}"
+                f"{hints.offsets_hint(arg.name, arg.shape, arg.strides, steps, terms)}"
+            )
         self._refuse(message, file, line, pid)
 
     def _misaligned(self, op: str, ptrs: Any, lanes: np.ndarray, ok: np.ndarray, itemsize: int) -> None:
@@ -259,13 +281,20 @@ class MemoryGuard:
             if foreign.any():
                 other = self.launch.pid_of(int(writer[foreign][0]))
                 races.read_after_write(
-                    self.observations, self._site(), arg=arg.name, elements=offsets[foreign], other=other
+                    self.observations,
+                    self._site(),
+                    arg=arg.name,
+                    elements=offsets[foreign],
+                    other=other,
+                    layout=layout(arg),
                 )
         initialised = self.state.initialised.get(arg.name)
         if initialised is not None:
             fresh = ~initialised[index]
             if fresh.any():
-                uninitialised.read(self.observations, self._site(), arg=arg.name, elements=offsets[fresh])
+                uninitialised.read(
+                    self.observations, self._site(), arg=arg.name, elements=offsets[fresh], layout=layout(arg)
+                )
 
     def after_write(
         self,
@@ -311,6 +340,7 @@ class MemoryGuard:
                     arg=arg.name,
                     elements=offsets[foreign][differs],
                     other=other,
+                    layout=layout(arg),
                 )
         writers[index] = me
 
@@ -505,6 +535,11 @@ class MemoryGuard:
         hooks = {name: hook for name, hook in hooks.items() if name in originals}
         with patched_methods(builder, hooks):
             yield
+
+
+def layout(arg: BufferArg) -> Layout:
+    """The argument's shape and strides, to name its elements by index."""
+    return Layout(arg.shape, arg.strides)
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:
