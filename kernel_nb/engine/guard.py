@@ -75,6 +75,7 @@ class MemoryGuard:
         self.state = state
         self.observations = observations
         self.turns = turns  # programs that may wait for each other take turns
+        self.descriptor: Any = None  # the tensor descriptor whose load or store runs, if one does
         for b in addresses.arguments:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
                 continue
@@ -154,9 +155,18 @@ class MemoryGuard:
         if named is None:
             hi = int(elements.max()) + 1
             named = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
-        has = f"has shape ({', '.join(map(str, arg.shape))})" if len(arg.shape) > 1 else f"has {arg.size}"
+        has = f"has shape {_tuple(arg.shape)}" if len(arg.shape) > 1 else f"has {arg.size}"
+        if self.descriptor is not None:
+            source = f"descriptor {op}"  # `desc.load(...)`, which tl.load's checks serve
         message = f"{where}: {source} of {arg.name} {verb} {named} but {arg.name} {has} "
-        if bad.size < lanes.size:
+        if self.descriptor is not None:
+            shape, strides, block = triton_compat.descriptor_layout(self.descriptor)
+            message += (
+                f"({bad.size} of {lanes.size} active lanes out of bounds); the tensor descriptor's shape "
+                f"{_tuple(shape)} (block {_tuple(block)}, strides {_tuple(strides)}) reaches past "
+                f"{arg.name}: it masks its blocks by that shape alone, which must lie within {arg.name}"
+            )
+        elif bad.size < lanes.size:
             out = np.zeros(addresses.shape, bool)
             out[active] = ~ok
             which = hints.lanes_text(out)
@@ -414,7 +424,7 @@ class MemoryGuard:
         """Hook the builder's memory operations and device_assert for the duration of a launch."""
         originals = {
             method.name: getattr(builder, method.name)
-            for method in triton_compat.MEMORY_METHODS
+            for method in (*triton_compat.MEMORY_METHODS, *triton_compat.DESCRIPTOR_METHODS)
             if hasattr(builder, method.name)
         }
         load = originals[triton_compat.LOAD_METHOD]
@@ -443,6 +453,18 @@ class MemoryGuard:
                 return originals[triton_compat.PLAIN_STORE_METHOD](*args, **options)
             finally:
                 unmasked[0] = False
+
+        def through_descriptor(name: str) -> Callable[..., Any]:
+            # a descriptor's load or store masks its block by the descriptor's shape: a refusal
+            # then names that shape, not a mask the kernel never wrote
+            def access(desc: Any, *args: Any, **options: Any) -> Any:
+                self.descriptor = desc
+                try:
+                    return originals[name](desc, *args, **options)
+                finally:
+                    self.descriptor = None
+
+            return access
 
         def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, mask)
@@ -531,6 +553,7 @@ class MemoryGuard:
             triton_compat.PLAIN_LOAD_METHOD: plain_load,
             triton_compat.PLAIN_STORE_METHOD: plain_store,
             triton_compat.ATOMIC_POLL_METHOD: atomic_poll,
+            **{m.name: through_descriptor(m.name) for m in triton_compat.DESCRIPTOR_METHODS},
         }
         hooks = {name: hook for name, hook in hooks.items() if name in originals}
         with patched_methods(builder, hooks):
@@ -540,6 +563,10 @@ class MemoryGuard:
 def layout(arg: BufferArg) -> Layout:
     """The argument's shape and strides, to name its elements by index."""
     return Layout(arg.shape, arg.strides)
+
+
+def _tuple(values: tuple[int, ...]) -> str:
+    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:
