@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_nb.trace import Launch
-from kernel_nb.trace.coordinates import Layout
+from kernel_nb.trace.coordinates import Layout, blocks_text
 
 
 def describe(elements: np.ndarray, limit: int = 6) -> str:
@@ -44,3 +44,11 @@ def layout_of(launch: Launch, arg: str) -> Layout | None:
         if info.name == arg and info.kind == "buffer":
             return Layout(tuple(info.shape), tuple(info.strides))
     return None
+
+
+def lanes_set(where: np.ndarray) -> str:
+    """The lanes set in `where` (a value's shape): `describe` of their numbers for a 1-D value,
+    indices of its shape for an n-D one ("[1, 2:4]")."""
+    if where.ndim < 2:
+        return describe(np.flatnonzero(where))
+    return blocks_text("", np.argwhere(where), noun="lanes")
