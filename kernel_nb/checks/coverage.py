@@ -3,9 +3,10 @@ mask that stops short. A whole-launch detector: it reads the finished launch's b
 
 from __future__ import annotations
 
-from kernel_nb.checks.describe import elements_of, layout_of
+from kernel_nb.checks.describe import elements_of
 from kernel_nb.checks.observations import MAX_ELEMENTS
 from kernel_nb.trace import Finding, Launch
+from kernel_nb.trace.coordinates import layout_of
 
 
 class UncoveredElements:

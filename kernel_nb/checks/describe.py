@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_nb.trace import Launch
 from kernel_nb.trace.coordinates import Layout, blocks_text
 
 
@@ -36,14 +35,6 @@ def elements_of(arg: str, elements: np.ndarray, layout: Layout | None, *, runs: 
     if shaped is not None:
         return shaped
     return f"{arg} elements {ranges(elements) if runs else describe(elements)}"
-
-
-def layout_of(launch: Launch, arg: str) -> Layout | None:
-    """The layout of a launch's array argument (None: no argument of that name has one)."""
-    for info in launch.args:
-        if info.name == arg and info.kind == "buffer":
-            return Layout(tuple(info.shape), tuple(info.strides))
-    return None
 
 
 def lanes_set(where: np.ndarray) -> str:

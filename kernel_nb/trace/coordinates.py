@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernel_nb.trace.launch import Launch
+
 MAX_BLOCKS = 3  # blocks written out in a text; the rest are counted
 
 
@@ -50,6 +52,30 @@ class Layout:
         """The elements at `offsets` as blocks of indices, `x[3, 0:64]` (None: not `shaped`)."""
         index = self.indices(offsets)
         return None if index is None else blocks_text(name, index)
+
+
+def layout_of(launch: Launch, arg: str) -> Layout | None:
+    """The layout of a launch's array argument (None: no argument of that name has one)."""
+    for info in launch.args:
+        if info.name == arg and info.kind == "buffer":
+            return Layout(tuple(info.shape), tuple(info.strides))
+    return None
+
+
+def box_text(index: np.ndarray) -> str | None:
+    """ "[3, 0:64]" where the (n, ndim) indices fill one box, each element once (None: they do not).
+    Linear in n, for many sets at a time (a table of accesses)."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size == 0:
+        return None
+    lo, hi = index.min(axis=0), index.max(axis=0) + 1
+    if int(np.prod(hi - lo)) != len(index):
+        return None
+    filled = np.zeros(tuple(int(e) for e in hi - lo), bool)
+    filled[tuple((index - lo).T)] = True
+    if not filled.all():
+        return None
+    return f"[{', '.join(_axis(int(a), int(b)) for a, b in zip(lo, hi))}]"
 
 
 def blocks(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
