@@ -30,7 +30,8 @@ def read_after_write(
         site,
         arg=arg,
         elements=elements,
-        detail=(
+        # worded only for the observation a group shows: naming n-D elements sorts them
+        detail=lambda: (
             f"reads {elements_of(arg, elements, layout)} that program "
             f"({other[0]},{other[1]},{other[2]}) wrote earlier in this launch; programs of one "
             f"launch run in no guaranteed order on the GPU"
@@ -54,7 +55,7 @@ def conflicting_write(
         site,
         arg=arg,
         elements=elements,
-        detail=(
+        detail=lambda: (
             f"writes {elements_of(arg, elements, layout)} that program "
             f"({other[0]},{other[1]},{other[2]}) also wrote, with a different value; the result "
             f"depends on which program the GPU runs last"

@@ -25,7 +25,8 @@ def read(
         site,
         arg=arg,
         elements=elements,
-        detail=(
+        # worded only for the observation a group shows: naming n-D elements sorts them
+        detail=lambda: (
             f"reads {elements_of(arg, elements, layout)} before any program wrote them "
             f"({arg} holds uninitialised memory)"
         ),
