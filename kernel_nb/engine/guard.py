@@ -151,10 +151,7 @@ class MemoryGuard:
         elements = (bad[same].astype(np.int64) - arg.ptr) // arg.itemsize
         lo = int(elements.min())
         self.launch.buffers[arg.name].oob.append((self.launch.linear(pid), line, lo))
-        named = layout(arg).text(arg.name, elements)
-        if named is None:
-            hi = int(elements.max()) + 1
-            named = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
+        named = _named(arg, elements)
         has = f"has shape {_tuple(arg.shape)}" if len(arg.shape) > 1 else f"has {arg.size}"
         if self.descriptor is not None:
             source = f"descriptor {op}"  # `desc.load(...)`, which tl.load's checks serve
@@ -218,10 +215,8 @@ class MemoryGuard:
         arg = self.buffer_at(int(bad[0]))
         assert arg is not None
         elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
-        lo, hi = int(elements.min()), int(elements.max()) + 1
-        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
         self._refuse(
-            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} is read-only (its "
+            f"{where}: {source} of {arg.name} {verb} {_named(arg, elements)} but {arg.name} is read-only (its "
             "array may not be written); pass a writable array, e.g. a copy",
             file,
             line,
@@ -563,6 +558,16 @@ class MemoryGuard:
 def layout(arg: BufferArg) -> Layout:
     """The argument's shape and strides, to name its elements by index."""
     return Layout(arg.shape, arg.strides)
+
+
+def _named(arg: BufferArg, elements: np.ndarray) -> str:
+    """Elements of `arg` as a refusal names them: by index of an n-D argument's shape, else the
+    range of their offsets."""
+    named = layout(arg).text(arg.name, elements)
+    if named is not None:
+        return named
+    lo, hi = int(elements.min()), int(elements.max()) + 1
+    return f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
 
 
 def _tuple(values: tuple[int, ...]) -> str:

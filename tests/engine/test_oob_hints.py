@@ -139,3 +139,14 @@ def test_a_column_major_argument_is_named_by_its_own_strides():
         "shape (8, 8) (32 of 64 active lanes out of bounds: lanes[32:64]); the mask lets these lanes "
         "through; check the mask's bound"
     )
+
+
+def test_a_store_into_a_read_only_2d_array_names_its_elements_by_index():
+    x = np.ones((4, 16), np.float32)
+    out = np.zeros((4, 16), np.float32)
+    out.flags.writeable = False
+    line = _line(rows_kernel, "tl.store")
+    assert _refused(lambda: rows_kernel[(1,)](x, out, 1, 16, BLOCK_M=2, BLOCK_N=16)) == (
+        f"rows_kernel:{line} pid=(0,0,0): tl.store of out_ptr writes out_ptr[0:2, 0:16] but out_ptr is "
+        "read-only (its array may not be written); pass a writable array, e.g. a copy"
+    )
