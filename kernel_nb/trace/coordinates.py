@@ -27,8 +27,10 @@ class Layout:
     @property
     def shaped(self) -> bool:
         """Whether offsets are shown as indices: an argument of more than one axis whose strides
-        tell elements apart (a broadcast axis, of stride 0, does not)."""
-        return len(self.shape) > 1 and len(self.strides) == len(self.shape) and 0 not in self.strides
+        tell elements apart (a broadcast axis, of stride 0 and more than one element, does not)."""
+        if len(self.shape) < 2 or len(self.strides) != len(self.shape):
+            return False
+        return all(stride or extent == 1 for extent, stride in zip(self.shape, self.strides))
 
     def indices(self, offsets: np.ndarray) -> np.ndarray | None:
         """(len(offsets), ndim) indices of element offsets, the outermost axis unbounded (None: an
@@ -39,10 +41,13 @@ class Layout:
         shape, strides = np.array(self.shape), np.array(self.strides)
         flipped = strides < 0  # counted from the axis's far end, where its elements start in memory
         rest = flat - int((strides * (shape - 1))[flipped].sum())
-        out = np.empty((flat.size, len(shape)), np.int64)
-        for axis in np.argsort(-np.abs(strides), kind="stable"):
+        out = np.zeros((flat.size, len(shape)), np.int64)
+        # the largest stride first; of equal strides, an axis of one element last (its index is 0
+        # unless nothing else takes the offset)
+        for axis in np.lexsort((shape == 1, -np.abs(strides))):
             step = abs(int(strides[axis]))
-            out[:, axis], rest = np.divmod(rest, step)
+            if step:
+                out[:, axis], rest = np.divmod(rest, step)
         if rest.any():
             return None
         out[:, flipped] = shape[flipped] - 1 - out[:, flipped]

@@ -44,3 +44,9 @@ def test_blocks_join_runs_axis_by_axis():
 def test_every_combination_of_evenly_spaced_indices_is_one_strided_block():
     assert blocks_text("x", np.argwhere(np.ones((4, 8), bool)) * [1, 2]) == "x[0:4, 0:15:2]"
     assert blocks_text("lanes", np.arange(65, 128, 2)[:, None]) == "lanes[65:128:2]"
+
+
+def test_an_axis_of_one_element_takes_no_offset_from_an_axis_of_the_same_stride():
+    assert Layout((1, 64), (1, 1)).text("x", np.arange(4, 8)) == "x[0, 4:8]"  # as torch may give it
+    assert Layout((1, 64), (0, 1)).text("x", np.arange(4, 8)) == "x[0, 4:8]"  # np.broadcast_to
+    assert Layout((1, 64), (64, 1)).text("x", np.array([100])) == "x[1, 36]"  # past the one row
