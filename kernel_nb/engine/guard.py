@@ -176,11 +176,16 @@ class MemoryGuard:
         else:
             steps = hints.tile_steps(addresses, arg.itemsize)
             terms = hints.pointer_terms(self.launch.sources, file, line, op, self.launch.args)
-            wrong = (
-                "the offsets (or the grid) are wrong: a mask would only hide it"
-                if unmasked
-                else "the offsets are wrong, not the mask"
-            )
+            if unmasked:
+                wrong = "the offsets (or the grid) are wrong: a mask would only hide it"
+            elif hints.block_past_the_end(addresses, active, arg.itemsize, lo, arg.size):
+                # as a bound past the array's end makes it: the mask is as likely as the offsets
+                wrong = (
+                    f"the offsets are wrong, or the mask's bound reaches past {arg.name}'s end (a "
+                    "program whose block lies wholly past it needs every lane masked off)"
+                )
+            else:
+                wrong = "the offsets are wrong, not the mask"
             message += (
                 f"({bad.size} of {lanes.size} active lanes out of bounds); {wrong}"
                 f"{hints.offsets_hint(arg.name, arg.shape, arg.strides, steps, terms)}"

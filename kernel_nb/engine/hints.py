@@ -48,6 +48,15 @@ def tile_steps(addresses: np.ndarray, itemsize: int) -> tuple[int, ...] | None:
     return tuple(step // itemsize for step in steps)
 
 
+def block_past_the_end(addresses: np.ndarray, active: np.ndarray, itemsize: int, lo: int, size: int) -> bool:
+    """Whether an access is one run of consecutive elements, every lane active, wholly past the
+    argument's end (its first element `lo`, the argument's `size`): the block of a program past
+    the data, which a mask bound too large lets through as readily as wrong offsets make it."""
+    if addresses.ndim != 1 or addresses.size < 2 or not np.all(active) or lo < size:
+        return False
+    return bool((np.diff(addresses.astype(np.int64)) == itemsize).all())
+
+
 def offsets_hint(
     arg: str,
     shape: tuple[int, ...],

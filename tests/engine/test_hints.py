@@ -150,3 +150,16 @@ def test_a_store_into_a_read_only_2d_array_names_its_elements_by_index():
         f"rows_kernel:{line} pid=(0,0,0): tl.store of out_ptr writes out_ptr[0:2, 0:16] but out_ptr is "
         "read-only (its array may not be written); pass a writable array, e.g. a copy"
     )
+
+
+def test_a_block_wholly_past_the_end_under_a_mask_may_be_the_mask_s_bound():
+    x = np.ones(128, np.float32)
+    line = _line(strided_copy_kernel, "tl.store")
+    # n = 200 for arrays of 128: program 2's block, 128..191, is let through whole
+    message = _refused(lambda: strided_copy_kernel[(4,)](x, np.zeros_like(x), 200, 1, BLOCK=64))
+    assert message == (
+        f"strided_copy_kernel:{line} pid=(2,0,0): tl.load of x_ptr reads elements [128, 192) but x_ptr has "
+        "128 (64 of 64 active lanes out of bounds); the offsets are wrong, or the mask's bound reaches past "
+        "x_ptr's end (a program whose block lies wholly past it needs every lane masked off): the offsets "
+        "come from `offsets * stride` (stride = 1)"
+    )
