@@ -253,6 +253,7 @@ export interface EventEntry {
   lanes: number;
   lo: number;
   hi: number;
+  elements: string;
 }
 
 export interface ProgramReply {

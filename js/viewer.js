@@ -579,7 +579,7 @@ class MemoryPane {
     });
     const events = program.events.map((e) => h("tr", { onclick: () => this.onEvent(e.index, "values") }, [
       h("td", { text: e.kind }), h("td", { text: e.arg ?? "—" }), h("td", { class: "knb-num", text: String(e.line) }),
-      h("td", { class: "knb-num", text: `${e.active}/${e.lanes}` }), h("td", { class: "knb-num", text: e.active ? `[${e.lo}, ${e.hi})` : "—" }),
+      h("td", { class: "knb-num", text: `${e.active}/${e.lanes}` }), h("td", { class: "knb-num", text: e.active ? e.elements : "—" }),
       h("td", {}, [h("a", { href: "#", onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); ev.stopPropagation(); this.onEvent(e.index, "indices"); }, text: "offsets" })]),
     ]));
     const table = events.length ? h("table", { class: "knb-events" }, [

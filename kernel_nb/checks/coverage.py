@@ -3,9 +3,10 @@ mask that stops short. A whole-launch detector: it reads the finished launch's b
 
 from __future__ import annotations
 
-from kernel_nb.checks.describe import ranges
+from kernel_nb.checks.describe import elements_of
 from kernel_nb.checks.observations import MAX_ELEMENTS
 from kernel_nb.trace import Finding, Launch
+from kernel_nb.trace.coordinates import layout_of
 
 
 class UncoveredElements:
@@ -32,7 +33,8 @@ def detect_uncovered_elements(launch: Launch) -> list[Finding]:
                 kind="uncovered",
                 severity="warning",
                 message=(
-                    f"{launch.kernel}: {name} elements {ranges(offsets)} ({missing.size} of {bmap.size}) "
+                    f"{launch.kernel}: {elements_of(name, offsets, layout_of(launch, name), runs=True)} "
+                    f"({missing.size} of {bmap.size}) "
                     f"were never written, though the launch wrote the rest of {name}; "
                     f"check the grid covers the whole buffer and the store mask's bound"
                 ),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernel_nb.checks.describe import describe
+from kernel_nb.checks.describe import lanes_set
 from kernel_nb.checks.observations import Observations, Site
 from kernel_nb.trace import Severity
 
@@ -31,7 +31,8 @@ def origin(
     operand_inf: bool,
 ) -> None:
     """Report a statement as its program's NaN (or Inf) origin, if its operands held none."""
-    row = np.asarray(value, dtype=np.float64).reshape(-1)
+    shaped = np.asarray(value, dtype=np.float64)
+    row = shaped.reshape(-1)
     nan = np.isnan(row)
     inf = np.isinf(row)
     if nan.any() and not operand_nan and not observations.seen("nan_origin", site.pid):
@@ -42,7 +43,7 @@ def origin(
             else "becomes NaN here, from operands that hold no NaN"
             + (" (an Inf among them: inf - inf, 0 * inf or inf / inf)" if operand_inf else "")
         )
-        kind = "nan_origin"
+        kind, shown = "nan_origin", lanes_set(np.isnan(shaped))
         severity: Severity = "warning" if statement.loads else "error"
     elif (
         inf.any()
@@ -51,7 +52,7 @@ def origin(
     ):
         lanes = np.flatnonzero(inf)
         source = "loads Inf from memory" if statement.loads else "overflows to Inf here, from finite operands"
-        kind, severity = "inf_origin", "warning"
+        kind, severity, shown = "inf_origin", "warning", lanes_set(np.isinf(shaped))
     else:
         return
     observations.add(
@@ -59,5 +60,5 @@ def origin(
         severity,
         site,
         elements=lanes,
-        detail=f"{statement.name} {source}: {lanes.size} of {row.size} lanes {describe(lanes)}",
+        detail=f"{statement.name} {source}: {lanes.size} of {row.size} lanes {shown}",
     )

@@ -7,6 +7,7 @@ uninitialised, nonfinite, undefined) word what goes in; the engine only says whe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +36,7 @@ class _Group:
     line: int
     arg: str | None
     elements: np.ndarray
-    detail: str
+    detail: str | Callable[[], str]
     order: int = 0
     programs: set[Pid] = field(default_factory=set)
     count: int = 0
@@ -55,9 +56,10 @@ class Observations:
         *,
         arg: str | None = None,
         elements: np.ndarray | None = None,
-        detail: str = "",
+        detail: str | Callable[[], str] = "",
     ) -> None:
-        """Record one observation; the site's `order` ranks programs (a group shows its first)."""
+        """Record one observation; the site's `order` ranks programs (a group shows its first).
+        `detail` may be a function that words it, called only for the observation a group shows."""
         pid, order = site.pid, site.order
         key = (kind, site.file, site.line, arg)
         group = self._groups.get(key)
@@ -101,7 +103,7 @@ class Observations:
                 Finding(
                     kind=g.kind,
                     severity=g.severity,
-                    message=f"{where}: {g.detail}{spread}",
+                    message=f"{where}: {g.detail() if callable(g.detail) else g.detail}{spread}",
                     launch=launch.index,
                     pid=g.pid,
                     file=g.file,

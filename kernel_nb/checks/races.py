@@ -7,23 +7,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_nb.checks.describe import describe
+from kernel_nb.checks.describe import elements_of
 from kernel_nb.checks.observations import Observations, Site
 from kernel_nb.trace import Pid
+from kernel_nb.trace.coordinates import Layout
 
 
 def read_after_write(
-    observations: Observations, site: Site, *, arg: str, elements: np.ndarray, other: Pid
+    observations: Observations,
+    site: Site,
+    *,
+    arg: str,
+    elements: np.ndarray,
+    other: Pid,
+    layout: Layout | None = None,
 ) -> None:
-    """A plain load of `elements` that program `other` stored earlier in the launch."""
+    """A plain load of `elements` that program `other` stored earlier in the launch (`layout`:
+    the argument's, to name n-D elements by index)."""
     observations.add(
         "race_read_after_write",
         "warning",
         site,
         arg=arg,
         elements=elements,
-        detail=(
-            f"reads {arg} elements {describe(elements)} that program "
+        # worded only for the observation a group shows: naming n-D elements sorts them
+        detail=lambda: (
+            f"reads {elements_of(arg, elements, layout)} that program "
             f"({other[0]},{other[1]},{other[2]}) wrote earlier in this launch; programs of one "
             f"launch run in no guaranteed order on the GPU"
         ),
@@ -31,7 +40,13 @@ def read_after_write(
 
 
 def conflicting_write(
-    observations: Observations, site: Site, *, arg: str, elements: np.ndarray, other: Pid
+    observations: Observations,
+    site: Site,
+    *,
+    arg: str,
+    elements: np.ndarray,
+    other: Pid,
+    layout: Layout | None = None,
 ) -> None:
     """A plain store of `elements` that program `other` also stored, with a different value."""
     observations.add(
@@ -40,8 +55,8 @@ def conflicting_write(
         site,
         arg=arg,
         elements=elements,
-        detail=(
-            f"writes {arg} elements {describe(elements)} that program "
+        detail=lambda: (
+            f"writes {elements_of(arg, elements, layout)} that program "
             f"({other[0]},{other[1]},{other[2]}) also wrote, with a different value; the result "
             f"depends on which program the GPU runs last"
         ),

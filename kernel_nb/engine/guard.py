@@ -25,7 +25,7 @@ import numpy as np
 
 from kernel_nb.checks import Observations, Site, races, uninitialised
 from kernel_nb.checks.state import AccessState, ElementArrays
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import hints, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.patches import patched_methods
@@ -33,6 +33,7 @@ from kernel_nb.engine.recorder import Recorder
 from kernel_nb.engine.waiting import Turns
 from kernel_nb.errors import KernelAssertionError, KernelMemoryError
 from kernel_nb.trace import BufferMap, Launch, MemoryEvent
+from kernel_nb.trace.coordinates import Layout
 
 Locator = Callable[[], tuple[str, int]]
 
@@ -74,6 +75,7 @@ class MemoryGuard:
         self.state = state
         self.observations = observations
         self.turns = turns  # programs that may wait for each other take turns
+        self.descriptor: Any = None  # the tensor descriptor whose load or store runs, if one does
         for b in addresses.arguments:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
                 continue
@@ -91,7 +93,7 @@ class MemoryGuard:
         lanes = np.asarray(addresses)[active]
         ok = self.addresses.in_bounds(lanes, itemsize)
         if not ok.all():
-            self._out_of_bounds(op, lanes, ok, unmasked)
+            self._out_of_bounds(op, np.asarray(addresses), active, ok, unmasked)
         ok = self.addresses.aligned(lanes, itemsize)
         if not ok.all():
             self._misaligned(op, ptrs, lanes, ok, itemsize)
@@ -110,14 +112,12 @@ class MemoryGuard:
     def _refuse(self, message: str, file: str, line: int, pid: tuple[int, int, int]) -> None:
         raise KernelMemoryError(message, kernel=self.launch.kernel, file=file, line=line, pid=pid)
 
-    def _out_of_bounds(self, op: str, lanes: np.ndarray, ok: np.ndarray, unmasked: bool) -> None:
+    def _out_of_bounds(
+        self, op: str, addresses: np.ndarray, active: np.ndarray, ok: np.ndarray, unmasked: bool
+    ) -> None:
+        lanes = addresses[active]
         bad = lanes[~ok]
         file, line, pid, where, source, verb = self._where(op)
-        advice = (
-            "add a mask, e.g. mask=offsets < n"
-            if unmasked
-            else "the mask lets these lanes through; check the mask's bound"
-        )
         arg = self.buffer_at(int(bad[0]))
         if arg is None:
             if not self.buffers:
@@ -149,13 +149,47 @@ class MemoryGuard:
         # lanes of the same memory as the first: the elements named are of its argument
         same = self.addresses.windows(bad) == self.addresses.window_of(int(bad[0]))
         elements = (bad[same].astype(np.int64) - arg.ptr) // arg.itemsize
-        lo, hi = int(elements.min()), int(elements.max()) + 1
-        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
-        message = (
-            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} has {arg.size} "
-            f"({bad.size} of {lanes.size} active lanes out of bounds); {advice}"
-        )
+        lo = int(elements.min())
         self.launch.buffers[arg.name].oob.append((self.launch.linear(pid), line, lo))
+        named = _named(arg, elements)
+        has = f"has shape {_tuple(arg.shape)}" if len(arg.shape) > 1 else f"has {arg.size}"
+        if self.descriptor is not None:
+            source = f"descriptor {op}"  # `desc.load(...)`, which tl.load's checks serve
+        message = f"{where}: {source} of {arg.name} {verb} {named} but {arg.name} {has} "
+        if self.descriptor is not None:
+            shape, strides, block = triton_compat.descriptor_layout(self.descriptor)
+            message += (
+                f"({bad.size} of {lanes.size} active lanes out of bounds); the tensor descriptor's shape "
+                f"{_tuple(shape)} (block {_tuple(block)}, strides {_tuple(strides)}) reaches past "
+                f"{arg.name}: it masks its blocks by that shape alone, which must lie within {arg.name}"
+            )
+        elif bad.size < lanes.size:
+            out = np.zeros(addresses.shape, bool)
+            out[active] = ~ok
+            which = hints.lanes_text(out)
+            advice = (
+                "add a mask, e.g. mask=offsets < n"
+                if unmasked
+                else "the mask lets these lanes through; check the mask's bound"
+            )
+            message += f"({bad.size} of {lanes.size} active lanes out of bounds{': ' + which if which else ''}); {advice}"
+        else:
+            steps = hints.tile_steps(addresses, arg.itemsize)
+            terms = hints.pointer_terms(self.launch.sources, file, line, op, self.launch.args)
+            if unmasked:
+                wrong = "the offsets (or the grid) are wrong: a mask would only hide it"
+            elif hints.block_past_the_end(addresses, active, arg.itemsize, lo, arg.size):
+                # as a bound past the array's end makes it: the mask is as likely as the offsets
+                wrong = (
+                    f"the offsets are wrong, or the mask's bound reaches past {arg.name}'s end (a "
+                    "program whose block lies wholly past it needs every lane masked off)"
+                )
+            else:
+                wrong = "the offsets are wrong, not the mask"
+            message += (
+                f"({bad.size} of {lanes.size} active lanes out of bounds); {wrong}"
+                f"{hints.offsets_hint(arg.name, arg.shape, arg.strides, steps, terms)}"
+            )
         self._refuse(message, file, line, pid)
 
     def _misaligned(self, op: str, ptrs: Any, lanes: np.ndarray, ok: np.ndarray, itemsize: int) -> None:
@@ -186,10 +220,8 @@ class MemoryGuard:
         arg = self.buffer_at(int(bad[0]))
         assert arg is not None
         elements = (bad.astype(np.int64) - arg.ptr) // arg.itemsize
-        lo, hi = int(elements.min()), int(elements.max()) + 1
-        elements_text = f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
         self._refuse(
-            f"{where}: {source} of {arg.name} {verb} {elements_text} but {arg.name} is read-only (its "
+            f"{where}: {source} of {arg.name} {verb} {_named(arg, elements)} but {arg.name} is read-only (its "
             "array may not be written); pass a writable array, e.g. a copy",
             file,
             line,
@@ -259,13 +291,20 @@ class MemoryGuard:
             if foreign.any():
                 other = self.launch.pid_of(int(writer[foreign][0]))
                 races.read_after_write(
-                    self.observations, self._site(), arg=arg.name, elements=offsets[foreign], other=other
+                    self.observations,
+                    self._site(),
+                    arg=arg.name,
+                    elements=offsets[foreign],
+                    other=other,
+                    layout=layout(arg),
                 )
         initialised = self.state.initialised.get(arg.name)
         if initialised is not None:
             fresh = ~initialised[index]
             if fresh.any():
-                uninitialised.read(self.observations, self._site(), arg=arg.name, elements=offsets[fresh])
+                uninitialised.read(
+                    self.observations, self._site(), arg=arg.name, elements=offsets[fresh], layout=layout(arg)
+                )
 
     def after_write(
         self,
@@ -311,6 +350,7 @@ class MemoryGuard:
                     arg=arg.name,
                     elements=offsets[foreign][differs],
                     other=other,
+                    layout=layout(arg),
                 )
         writers[index] = me
 
@@ -384,7 +424,7 @@ class MemoryGuard:
         """Hook the builder's memory operations and device_assert for the duration of a launch."""
         originals = {
             method.name: getattr(builder, method.name)
-            for method in triton_compat.MEMORY_METHODS
+            for method in (*triton_compat.MEMORY_METHODS, *triton_compat.DESCRIPTOR_METHODS)
             if hasattr(builder, method.name)
         }
         load = originals[triton_compat.LOAD_METHOD]
@@ -413,6 +453,18 @@ class MemoryGuard:
                 return originals[triton_compat.PLAIN_STORE_METHOD](*args, **options)
             finally:
                 unmasked[0] = False
+
+        def through_descriptor(name: str) -> Callable[..., Any]:
+            # a descriptor's load or store masks its block by the descriptor's shape: a refusal
+            # then names that shape, not a mask the kernel never wrote
+            def access(desc: Any, *args: Any, **options: Any) -> Any:
+                self.descriptor = desc
+                try:
+                    return originals[name](desc, *args, **options)
+                finally:
+                    self.descriptor = None
+
+            return access
 
         def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, mask)
@@ -501,10 +553,30 @@ class MemoryGuard:
             triton_compat.PLAIN_LOAD_METHOD: plain_load,
             triton_compat.PLAIN_STORE_METHOD: plain_store,
             triton_compat.ATOMIC_POLL_METHOD: atomic_poll,
+            **{m.name: through_descriptor(m.name) for m in triton_compat.DESCRIPTOR_METHODS},
         }
         hooks = {name: hook for name, hook in hooks.items() if name in originals}
         with patched_methods(builder, hooks):
             yield
+
+
+def layout(arg: BufferArg) -> Layout:
+    """The argument's shape and strides, to name its elements by index."""
+    return Layout(arg.shape, arg.strides)
+
+
+def _named(arg: BufferArg, elements: np.ndarray) -> str:
+    """Elements of `arg` as a refusal names them: by index of an n-D argument's shape, else the
+    range of their offsets."""
+    named = layout(arg).text(arg.name, elements)
+    if named is not None:
+        return named
+    lo, hi = int(elements.min()), int(elements.max()) + 1
+    return f"element {lo}" if hi - lo == 1 else f"elements [{lo}, {hi})"
+
+
+def _tuple(values: tuple[int, ...]) -> str:
+    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kernel_nb.trace import Launch, MemoryEvent, ProgramTrace, Record, Summary, Trace
+from kernel_nb.trace.coordinates import box_text, layout_of
 from kernel_nb.view import protocol as p
 
 # A program that loops a long time can hold many records; past this the list is cut (with a count).
@@ -161,6 +162,7 @@ def program_reply(trace: Trace, request: p.ProgramRequest) -> p.ProgramReply:
             "lanes": int(e.mask.size) if e.mask is not None else e.active,
             "lo": e.lo,
             "hi": e.hi,
+            "elements": event_elements(launch, e),
         }
         for i, e in enumerate(program.events[:MAX_ENTRIES])
     ]
@@ -176,6 +178,27 @@ def program_reply(trace: Trace, request: p.ProgramRequest) -> p.ProgramReply:
         "stdout": program.stdout[-20_000:],
         "truncated": left_out,
     }
+
+
+def event_elements(launch: Launch, event: MemoryEvent) -> str:
+    """The elements an access touched, as the events table shows them: "[lo, hi)" of a 1-D
+    argument; of an n-D one the box of indices its active lanes fill ("[3, 0:64]", where its lanes
+    were kept), else its lowest and highest element ("[3, 0] … [4, 63]")."""
+    flat = f"[{event.lo}, {event.hi})"
+    layout = layout_of(launch, event.arg) if event.arg is not None else None
+    if layout is None or not layout.shaped or not event.active:
+        return flat
+    if event.indices is not None and event.mask is not None:
+        active = np.broadcast_to(np.asarray(event.mask, bool), np.shape(event.indices))
+        index = layout.indices(np.asarray(event.indices)[active])
+        box = None if index is None else box_text(index)
+        if box is not None:
+            return box
+    ends = layout.indices(np.array([event.lo, event.hi - 1]))
+    if ends is None:
+        return flat
+    first, last = (", ".join(str(int(i)) for i in end) for end in ends)
+    return f"[{first}] … [{last}]"
 
 
 def with_values(launch: Launch, pid: tuple[int, int, int]) -> ProgramTrace:

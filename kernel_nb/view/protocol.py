@@ -283,6 +283,7 @@ class EventEntry(TypedDict):
     lanes: int
     lo: int
     hi: int
+    elements: str  # the elements as the table shows them (indices of an n-D argument's shape)
 
 
 class ProgramReply(TypedDict):

@@ -30,3 +30,18 @@ def test_a_failed_launch_is_not_checked(interpret):
     launch = session.trace[0]
     launch.status = "error"
     assert UncoveredElements().check(launch) == []
+
+
+def test_a_short_grid_over_a_2d_argument_names_the_rows_left_and_its_clean_twin(interpret):
+    x = np.ones((8, 64), np.float32)
+    with interpret() as session:
+        k.copy_kernel[(6,)](x, np.zeros_like(x), x.size, BLOCK=64)  # one row a program, 6 of 8
+    [finding] = session.trace[0].findings
+    assert finding.message == (
+        "copy_kernel: dst_ptr[6:8, 0:64] (128 of 512) were never written, though the launch wrote the rest "
+        "of dst_ptr; check the grid covers the whole buffer and the store mask's bound"
+    )
+    assert finding.elements[0] == 384  # the offsets stay flat
+    with interpret() as session:
+        k.copy_kernel[(8,)](x, np.zeros_like(x), x.size, BLOCK=64)
+    assert session.trace[0].findings == []

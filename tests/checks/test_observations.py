@@ -17,6 +17,24 @@ def test_a_bug_in_many_programs_is_one_finding_showing_the_first_program():
     assert (finding.pid, finding.arg, finding.elements.tolist()) == ((0, 0, 0), "out", [0])
 
 
+def test_a_detail_given_as_a_function_is_worded_only_for_the_program_shown():
+    observations = Observations()
+    worded = []
+
+    def detail(p):
+        def word():
+            worded.append(p)
+            return f"d{p}"
+
+        return word
+
+    for p in (2, 0, 1):
+        observations.add("race_write", "error", site((p, 0, 0)), arg="out", detail=detail(p))
+    [finding] = observations.findings(NamedLaunch())
+    assert finding.message == "k:7 pid=(0,0,0): d0 (in 3 programs; the first shown)"
+    assert worded == [0]
+
+
 def test_findings_come_in_program_then_line_order():
     observations = Observations()
     observations.add("nan_origin", "error", site((1, 0, 0), line=3), detail="a")

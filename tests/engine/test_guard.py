@@ -24,7 +24,7 @@ def test_out_of_bounds_load_is_refused_with_a_clear_error():
         k.add_kernel_no_mask[(8,)](x, y, out, 1000, BLOCK=128)
     assert str(info.value) == (
         f"add_kernel_no_mask:{LOAD_LINE} pid=(7,0,0): tl.load of x_ptr reads elements [1000, 1024) but x_ptr "
-        "has 1000 (24 of 128 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "has 1000 (24 of 128 active lanes out of bounds: lanes[104:128]); add a mask, e.g. mask=offsets < n"
     )
     error = info.value
     assert (error.kernel, error.line, error.pid) == ("add_kernel_no_mask", LOAD_LINE, (7, 0, 0))

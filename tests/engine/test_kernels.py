@@ -301,9 +301,28 @@ def test_tensor_descriptors_made_in_the_kernel(rng):
 def test_a_descriptor_larger_than_its_array_is_refused(rng):
     x = rng.standard_normal((16, 16)).astype(np.float32)
     out = np.zeros_like(x)
-    with pytest.raises(
-        KernelMemoryError, match=r"pid=\(2,0,0\): tl.load of src_ptr reads elements \[256, 384\)"
-    ):
+    with pytest.raises(KernelMemoryError) as info:
         with kernel_nb.interpret():
             k.descriptor_scale_kernel[(3, 1)](x, out, 24, 16, BLOCK_M=8, BLOCK_N=16)  # 24 rows of 16
+    lines, first = inspect.getsourcelines(k.descriptor_scale_kernel.fn)
+    line = first + next(i for i, text in enumerate(lines) if "src.load" in text)
+    # the block of rows 16..23 is wholly past x, yet the fault is the descriptor's shape, not a mask
+    assert str(info.value) == (
+        f"descriptor_scale_kernel:{line} pid=(2,0,0): descriptor load of src_ptr reads src_ptr[16:24, 0:16] "
+        "but src_ptr has shape (16, 16) (128 of 128 active lanes out of bounds); the tensor descriptor's "
+        "shape (24, 16) (block (8, 16), strides (16, 1)) reaches past src_ptr: it masks its blocks by that "
+        "shape alone, which must lie within src_ptr"
+    )
     assert not out.any()  # the programs that ran stored nothing: the launch failed
+
+
+def test_a_descriptor_that_reaches_past_its_array_in_part_names_its_shape(rng):
+    x = rng.standard_normal((20, 16)).astype(np.float32)
+    with pytest.raises(KernelMemoryError) as info:
+        with kernel_nb.interpret():
+            k.descriptor_scale_kernel[(3, 1)](x, np.zeros_like(x), 24, 16, BLOCK_M=8, BLOCK_N=16)
+    assert str(info.value).split(": ", 1)[1] == (
+        "descriptor load of src_ptr reads src_ptr[20:24, 0:16] but src_ptr has shape (20, 16) (64 of 128 "
+        "active lanes out of bounds); the tensor descriptor's shape (24, 16) (block (8, 16), strides "
+        "(16, 1)) reaches past src_ptr: it masks its blocks by that shape alone, which must lie within src_ptr"
+    )

@@ -100,7 +100,8 @@ def test_a_store_that_lands_in_another_argument_is_refused_and_names_its_origin(
     # 2048 elements below dst is where the arguments' host copies once put src
     assert _refused(lambda: shifted_store[(1,)](src, dst, 2048, BLOCK=1024)) == (
         f"shifted_store:{line} pid=(0,0,0): tl.store of dst_ptr writes elements [-2048, -1024) but "
-        "dst_ptr has 1024 (1024 of 1024 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "dst_ptr has 1024 (1024 of 1024 active lanes out of bounds); "
+        "the offsets (or the grid) are wrong: a mask would only hide it"
     )
     assert src.tobytes() == saved[0].tobytes() and dst.tobytes() == saved[1].tobytes()
 
@@ -111,7 +112,8 @@ def test_a_load_that_lands_in_another_argument_is_refused_and_names_its_origin()
     line = _line(shifted_load, "tl.load")
     assert _refused(lambda: shifted_load[(1,)](src, dst, 2048, BLOCK=1024)) == (
         f"shifted_load:{line} pid=(0,0,0): tl.load of src_ptr reads elements [2048, 3072) but "
-        "src_ptr has 1024 (1024 of 1024 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "src_ptr has 1024 (1024 of 1024 active lanes out of bounds); "
+        "the offsets (or the grid) are wrong: a mask would only hide it"
     )
     assert (dst == 7.0).all()
 
@@ -122,7 +124,8 @@ def test_a_far_access_names_the_argument_it_was_derived_from():
     # far above x: every other argument lies below the address, y nearest
     assert _refused(lambda: far_store[(1,)](x, y, 1 << 40)) == (
         f"far_store:{line} pid=(0,0,0): tl.store of x_ptr writes element 1099511627776 but x_ptr has 4 "
-        "(1 of 1 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "(1 of 1 active lanes out of bounds); "
+        "the offsets (or the grid) are wrong: a mask would only hide it"
     )
     assert not x.any() and not y.any()
 
@@ -132,7 +135,7 @@ def test_a_pointer_keeps_its_origin_through_a_select():
     line = _line(selected_store, "tl.store")
     assert _refused(lambda: selected_store[(1,)](x, y, BLOCK=128)) == (
         f"selected_store:{line} pid=(0,0,0): tl.store of y_ptr writes elements [65, 128) but y_ptr has 64 "
-        "(32 of 128 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "(32 of 128 active lanes out of bounds: lanes[65:128:2]); add a mask, e.g. mask=offsets < n"
     )
     assert not x.any() and not y.any()
 
@@ -144,7 +147,8 @@ def test_a_pointer_keeps_its_origin_through_a_loop():
         walking_store[(1,)](x, y, 2, BLOCK=32)  # two steps of 32 take y's pointers past its end
     assert str(info.value) == (
         f"walking_store:{line} pid=(0,0,0): tl.store of y_ptr writes elements [64, 96) but y_ptr has 64 "
-        "(32 of 32 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "(32 of 32 active lanes out of bounds); "
+        "the offsets (or the grid) are wrong: a mask would only hide it"
     )
     assert not x.any() and not y.any()
 
@@ -154,7 +158,8 @@ def test_a_pointer_keeps_its_origin_through_casts():
     line = _line(byte_cast_store, "tl.store")
     assert _refused(lambda: byte_cast_store[(1,)](x, y, -64)) == (
         f"byte_cast_store:{line} pid=(0,0,0): tl.store of y_ptr writes element -16 but y_ptr has 16 "
-        "(1 of 1 active lanes out of bounds); add a mask, e.g. mask=offsets < n"
+        "(1 of 1 active lanes out of bounds); "
+        "the offsets (or the grid) are wrong: a mask would only hide it"
     )
     assert not x.any() and not y.any()
 

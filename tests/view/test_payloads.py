@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import numpy as np
-from conftest import add_launch, big_value_launch
+from conftest import FILE, add_launch, big_value_launch
 
-from kernel_nb.trace import Launch, ProgramTrace, Record, Summary, Trace
+from kernel_nb.trace import ArgumentInfo, Launch, MemoryEvent, ProgramTrace, Record, Summary, Trace
 from kernel_nb.view import dispatch, maps, payloads, protocol
 
 CAP = 10 * 1024 * 1024  # the websocket's message limit
@@ -238,3 +238,36 @@ def test_huge_buffer_map_is_reduced() -> None:
     reply, (codes,) = dispatch.answer(Trace([launch]), {"type": "buffer", "id": 1, "launch": 0, "arg": "a"})
     assert reply["type"] == "buffer" and len(codes) <= protocol.MAX_MAP_CELLS and reply["step"] == [4, 4]
     assert np.frombuffer(codes, np.uint8)[1] == 3  # the block holding element 5 shows "never written"
+
+
+def _event_launch() -> Launch:
+    launch = Launch(
+        0,
+        "rows",
+        (1, 1, 1),
+        [
+            ArgumentInfo("x_ptr", "buffer", "fp32", (8, 64), (64, 1)),
+            ArgumentInfo("y_ptr", "buffer", "fp32", (512,), (1,)),
+        ],
+    )
+    row = np.arange(192, 256)
+    kept = MemoryEvent("load", 0, FILE, 3, "x_ptr", 64, 192, 256, indices=row, mask=np.ones(64, bool))
+    scattered = MemoryEvent(
+        "load", 1, FILE, 4, "x_ptr", 2, 3, 130, indices=np.array([3, 129]), mask=np.ones(2, bool)
+    )
+    unkept = MemoryEvent("store", 2, FILE, 5, "x_ptr", 64, 192, 256)
+    flat = MemoryEvent("store", 3, FILE, 6, "y_ptr", 64, 192, 256)
+    none = MemoryEvent("load", 4, FILE, 7, "x_ptr", 0, 0, 0)
+    launch.programs[(0, 0, 0)] = ProgramTrace((0, 0, 0), events=[kept, scattered, unkept, flat, none])
+    return launch
+
+
+def test_the_events_table_names_elements_of_an_nd_argument_by_index() -> None:
+    reply, _ = ask(Trace([_event_launch()]), type="program", launch=0, pid=[0, 0, 0])
+    assert [e["elements"] for e in reply["events"]] == [
+        "[3, 0:64]",  # the lanes kept: the box they fill
+        "[0, 3] … [2, 1]",  # not a box: the lowest and highest element
+        "[3, 0] … [3, 63]",  # lanes not kept
+        "[192, 256)",  # a 1-D argument keeps its flat range
+        "[0, 0)",  # no active lane (the viewer shows a dash)
+    ]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import add_launch, big_value_launch
 
-from kernel_nb.trace import Trace
+from kernel_nb.trace import ArgumentInfo, Trace
 from kernel_nb.view import TraceViewer, dispatch
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -312,6 +312,32 @@ def test_big_value_and_many_programs(serve: Callable[[Trace, dict[str, Any]], st
             assert page.locator('input[aria-label="pid x"]').input_value() == "4000"
             page.screenshot(path=str(artifacts / "viewer-4096-programs.png"), full_page=True)
             assert page.evaluate("window.fake.missing") == []
+            assert errors == []
+        finally:
+            browser.close()
+
+
+def test_the_events_table_shows_an_nd_argument_s_elements_as_python_names_them(
+    serve: Callable[[Trace, dict[str, Any]], str],
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    launch = add_launch(grid=(4, 2, 1), n=60)
+    launch.args[0] = ArgumentInfo("x_ptr", "buffer", "fp32", (6, 10), (10, 1))  # x as 6 rows of 10
+    trace = Trace([launch])
+    page_url = serve(trace, canned(trace, pids=[(0, 0, 0)]))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_url)
+            page.wait_for_function("document.querySelectorAll('.knb-events tr').length === 4")
+            cells = [
+                page.locator(".knb-events tr").nth(row).locator("td").nth(4).inner_text() for row in (1, 2, 3)
+            ]
+            assert cells == ["[0, 0:8]", "[0, 8)", "[0, 8)"]  # x_ptr by index; y_ptr and out_ptr flat
             assert errors == []
         finally:
             browser.close()

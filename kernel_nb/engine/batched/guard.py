@@ -24,7 +24,7 @@ from kernel_nb.engine.batched.builder import BatchUnsupported, Divergence
 from kernel_nb.engine.batched.intervals import IntervalBook, NeedsPrecise, TileShape
 from kernel_nb.engine.batched.recorder import BatchRecorder
 from kernel_nb.engine.batched.tiles import AFFINE, Addresses, AffinePointers, shape_of
-from kernel_nb.engine.guard import Locator, MemoryGuard
+from kernel_nb.engine.guard import Locator, MemoryGuard, layout
 from kernel_nb.trace import EventBlock, Launch, MemoryEvent, TileRows
 
 _NO_ADDRESS = np.iinfo(np.uint64).max
@@ -472,6 +472,7 @@ class BatchGuard(MemoryGuard):
                         self._row_site(int(r)),
                         arg=arg.name,
                         elements=offsets[fresh & (rows == r)],
+                        layout=layout(arg),
                     )
 
     def after_write(

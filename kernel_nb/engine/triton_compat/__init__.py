@@ -25,6 +25,7 @@ from kernel_nb.engine.triton_compat.compiler import (
     launch_option_names,
 )
 from kernel_nb.engine.triton_compat.descriptors import (
+    descriptor_layout,
     dot_scaled_compute_type,
     dot_scaled_operand,
     implicit_convert,
@@ -87,6 +88,7 @@ from kernel_nb.engine.triton_compat.methods import (
     ATOMIC_RMW_METHOD,
     BINARY_OP,
     CAST,
+    DESCRIPTOR_METHODS,
     DOT,
     DOT_SCALED,
     FP_TO_FP,
@@ -130,6 +132,7 @@ __all__ = [
     "AUTOTUNER",
     "BINARY_OP",
     "CAST",
+    "DESCRIPTOR_METHODS",
     "DOT",
     "DOT_SCALED",
     "FP_TO_FP",
@@ -163,6 +166,7 @@ __all__ = [
     "compile_source",
     "constexpr_names",
     "current_device",
+    "descriptor_layout",
     "dot_input_precisions",
     "dot_scaled_compute_type",
     "dot_scaled_operand",

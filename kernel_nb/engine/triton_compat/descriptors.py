@@ -145,6 +145,20 @@ def dot_scaled_compute_type(lhs_format: Any, rhs_format: Any) -> Any:
     return tl.float16 if ir.ScaleDotElemTypeTY.FP16 in (lhs_format, rhs_format) else tl.bfloat16
 
 
+def descriptor_layout(desc: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A device-side tensor descriptor's shape, strides (in elements) and block shape, as one
+    program sees them (the first program's, for a batch)."""
+
+    def first(handle: Any) -> int:
+        return int(np.asarray(handle.data).reshape(-1)[0])
+
+    return (
+        tuple(first(h) for h in desc.shape),
+        tuple(first(h) for h in desc.strides),
+        tuple(int(b) for b in desc.block_shape),
+    )
+
+
 def tensor_descriptor_type() -> Any:
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor

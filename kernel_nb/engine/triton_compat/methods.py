@@ -34,6 +34,10 @@ ATOMIC_RMW = BuilderMethod("create_atomic_rmw", ("op", "ptrs", "value", "mask", 
 ATOMIC_CAS = BuilderMethod("create_atomic_cas", ("ptrs", "cmp", "value", "*rest"))
 ATOMIC_POLL = BuilderMethod("create_atomic_poll", ("ptrs", "expected", "timeout", "*rest"), since=(3, 9))
 ASSERT = BuilderMethod("create_assert", ("condition", "message", "*rest"))
+# tensor descriptors: their loads and stores go through LOAD and STORE; the guard only notes the
+# descriptor, whose shape its refusals name
+DESCRIPTOR_LOAD = BuilderMethod("create_descriptor_load", ("desc", "indices", "*rest"))
+DESCRIPTOR_STORE = BuilderMethod("create_descriptor_store", ("desc", "value", "indices", "*rest"))
 
 # arithmetic: GPU-faithful numerics and undefined-behaviour observations (arith.py); dot_scaled's
 # hook is kernel_nb's own, also where the interpreter has none (before 3.9)
@@ -51,6 +55,7 @@ DOT_SCALED = BuilderMethod(
 )
 
 MEMORY_METHODS = (LOAD, STORE, PLAIN_LOAD, PLAIN_STORE, ATOMIC_RMW, ATOMIC_CAS, ATOMIC_POLL, ASSERT)
+DESCRIPTOR_METHODS = (DESCRIPTOR_LOAD, DESCRIPTOR_STORE)
 ARITHMETIC_METHODS = (BINARY_OP, UNARY_OP, CAST, FP_TO_FP, IDIV, DOT, ASHR, DOT_SCALED)
 
 # the names alone, where a hook calls another method by name
