@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.compare import Probe, compare_program, uses_tf32_dots
+from kernel_nb.compare.drift import probe_drift
 from kernel_nb.engine import triton_compat
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, DevicePointer, Staged, describe, stage
@@ -140,19 +141,21 @@ def locate_divergence(
     rtol: float | None = None,
     atol: float | None = None,
     sources_dir: str | Path | None = None,
+    plain: Mapping[str, np.ndarray] | None = None,
 ) -> Divergence:
     """Instrument `kernel` for `pids`, run the variant with `prober`, and compare with `launch`'s records.
 
     A failure to instrument or run the variant is reported in the result's `error`, not raised: the
     launch itself has already run on both sides. `sources_dir`: where the variant's source files
-    go (see `kernel_nb.gpu.generated`).
+    go (see `kernel_nb.gpu.generated`); `plain`: per buffer, its span after the plain compiled run,
+    which the variant's outputs are checked against.
     """
     try:
         probed = instrument(kernel, launch, pids, directory=sources_dir)
         result = prober(run, probed, grid, args, kwargs)
     except Exception as exc:  # the statement comparison is extra: the cell goes on without it
         return Divergence(launch.index, launch.kernel, device, error=f"{type(exc).__name__}: {exc}")
-    return analyse(launch, probed, result, device=device, rtol=rtol, atol=atol)
+    return analyse(launch, probed, result, device=device, rtol=rtol, atol=atol, plain=plain)
 
 
 def analyse(
@@ -163,8 +166,10 @@ def analyse(
     device: str = "",
     rtol: float | None = None,
     atol: float | None = None,
+    plain: Mapping[str, np.ndarray] | None = None,
 ) -> Divergence:
-    """Compare what a probed run logged with the interpreter's records of the same programs."""
+    """Compare what a probed run logged with the interpreter's records of the same programs, and
+    what it wrote with what the plain compiled run wrote (`plain`, per buffer)."""
     facts = probed.facts
     probe = Probe(
         storage={stmt: point.storage for stmt, point in probed.layout.points.items()},
@@ -190,7 +195,17 @@ def analyse(
                 launch, pid, records, log.entries, probe, rtol=rtol, atol=atol, overflow=log.overflow
             )
         )
-    return Divergence(launch.index, launch.kernel, device, programs, tf32=result.tf32, notes=notes)
+    drift = probe_drift(plain, result.outputs) if plain is not None and result.outputs is not None else []
+    if drift:
+        notes.append(
+            "the probed variant wrote other values than the plain compiled run ("
+            + "; ".join(d.text() for d in drift)
+            + "): logging the statements changed how the compiler scheduled them, so the GPU values "
+            "above are the probed run's, which can differ from the plain run's in these last bits"
+        )
+    return Divergence(
+        launch.index, launch.kernel, device, programs, tf32=result.tf32, notes=notes, probe_drift=tuple(drift)
+    )
 
 
 def addresses_from_log(launch: Launch, logs: dict[Pid, ProgramLog]) -> dict[str, tuple[int, int]]:

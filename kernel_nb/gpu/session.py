@@ -201,6 +201,7 @@ class GpuSession(Session):
                     rtol=self.gpu_options.rtol,
                     atol=self.gpu_options.atol,
                     sources_dir=self.gpu_options.sources_dir,
+                    plain={buffer.arg: buffer.gpu for buffer in launch.comparison.buffers},
                 )
             except BaseException as failure:
                 restore_after(arguments, gpu, failure)

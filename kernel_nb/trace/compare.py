@@ -299,6 +299,23 @@ class ProgramDivergence:
         return out
 
 
+@dataclass(frozen=True)
+class Drift:
+    """One buffer a probed variant wrote differently from the plain compiled run."""
+
+    arg: str
+    differing: int
+    size: int
+    max_abs: float
+    max_ulp: int
+
+    def text(self) -> str:
+        return (
+            f"{self.arg}: {self.differing} of {self.size} elements differ "
+            f"(max abs {self.max_abs:.3g}, max {self.max_ulp} ulp)"
+        )
+
+
 @dataclass
 class Divergence:
     """Where a launch's chosen programs first compute something else on the GPU than in the interpreter.
@@ -311,6 +328,8 @@ class Divergence:
         tf32: the probed kernel ran fp32 dots in tf32.
         notes: what the reader should know (replayed programs, a nondeterministic GPU result, ...).
         error: why there is no comparison, when the probed run could not be made.
+        probe_drift: the buffers the probed variant wrote differently from the plain compiled run
+            (see `kernel_nb.compare.drift`); empty when they agree or were not compared.
     """
 
     launch: int
@@ -320,6 +339,7 @@ class Divergence:
     tf32: bool = False
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    probe_drift: tuple[Drift, ...] = ()
 
     @property
     def first(self) -> tuple[Pid, StatementDiff] | None:
