@@ -43,7 +43,11 @@ def detect_unused_grid_axes(launch: Launch) -> list[Finding]:
             findings.append(_read_on_size_one(launch, axis, mine, uncovered))
     if all(a is not None for a, _, _ in reads):
         for axis in range(3):
-            if launch.grid[axis] > 1 and not any(a == axis for a, _, _ in reads) and _same_writes(launch, axis):
+            if (
+                launch.grid[axis] > 1
+                and not any(a == axis for a, _, _ in reads)
+                and _same_writes(launch, axis)
+            ):
                 findings.append(_unread(launch, axis))
     return findings
 
@@ -61,7 +65,9 @@ def program_id_reads(source: SourceInfo) -> list[Read]:
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
         if name != "program_id":
             continue
-        given = node.args[0] if node.args else next((kw.value for kw in node.keywords if kw.arg == "axis"), None)
+        given = (
+            node.args[0] if node.args else next((kw.value for kw in node.keywords if kw.arg == "axis"), None)
+        )
         axis = given.value if isinstance(given, ast.Constant) and isinstance(given.value, int) else None
         reads.append((axis, source.file, source.first_line + node.lineno - 1))
     return reads
@@ -81,12 +87,12 @@ def _same_writes(launch: Launch, axis: int) -> bool:
 
 
 def _writes(launch: Launch, pid: tuple[int, int, int]) -> list[tuple[str, str | None, int, int, int]]:
-    return [
-        (e.kind, e.arg, e.lo, e.hi, e.active) for e in launch.programs[pid].events if e.kind != "load"
-    ]
+    return [(e.kind, e.arg, e.lo, e.hi, e.active) for e in launch.programs[pid].events if e.kind != "load"]
 
 
-def _read_on_size_one(launch: Launch, axis: int, sites: list[tuple[str, int]], uncovered: list[str | None]) -> Finding:
+def _read_on_size_one(
+    launch: Launch, axis: int, sites: list[tuple[str, int]], uncovered: list[str | None]
+) -> Finding:
     file, line = sites[0]
     outputs = ", ".join(str(name) for name in uncovered)
     return Finding(

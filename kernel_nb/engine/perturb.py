@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from kernel_nb import numerics
 from kernel_nb.checks.describe import describe
 from kernel_nb.checks.observations import MAX_ELEMENTS
 from kernel_nb.engine import triton_compat
@@ -51,7 +52,8 @@ class _Fill:
 
     site: Site | None = None
     value: Any = None  # the value set in the site's filled lanes
-    seen: dict[Site, np.ndarray] = field(default_factory=dict)  # site -> its first filled lanes
+    # site -> its first filled lanes and its element type (ml_dtypes' for bf16 and fp8)
+    seen: dict[Site, tuple[np.ndarray, np.dtype]] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,9 +101,9 @@ def detect_masked_fill(
             if reference is None or not fill.seen:
                 continue
             checked += 1
-            for site, lanes in fill.seen.items():
+            for site, (lanes, dtype) in fill.seen.items():
                 if site not in changes:
-                    change = _perturbed(replay, pid, site, lanes, reference)
+                    change = _perturbed(replay, pid, site, lanes, dtype, reference)
                     if change is not None:
                         changes[site] = change
     finally:
@@ -190,7 +192,13 @@ class _FillRun(SerialRun):
     def _parts(self) -> tuple[Recorder, MemoryGuard]:
         recorder, _ = super()._parts()
         guard = _FillingGuard(
-            self.launch, self.addresses, recorder, self.locate, state=self._state(), update_maps=False, run=self
+            self.launch,
+            self.addresses,
+            recorder,
+            self.locate,
+            state=self._state(),
+            update_maps=False,
+            run=self,
         )
         return recorder, guard
 
@@ -222,11 +230,13 @@ class _FillingGuard(MemoryGuard):
             return result
         fill = self.run.fill
         site = self.locate()
-        fill.seen.setdefault(site, np.flatnonzero(off.reshape(-1)))
+        # bf16 and fp8 values are held as their bits: the fill is made in the real type
+        real = np.dtype(numerics.BITS_TYPES.get(str(result.dtype), data.dtype))
+        fill.seen.setdefault(site, (np.flatnonzero(off.reshape(-1)), real))
         if site != fill.site:
             return result
         changed = np.array(data, copy=True)
-        changed[off] = np.asarray(fill.value).astype(changed.dtype)
+        changed[off] = np.asarray(fill.value).astype(real).view(changed.dtype)
         return triton_compat.TensorHandle(changed, result.dtype)
 
 
@@ -238,20 +248,20 @@ def _fills(dtype: np.dtype) -> list[tuple[Any, str]]:
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
         return [(v, str(v)) for v in (int(info.min), int(info.max)) if v != 0]
-    return [(np.inf, "inf"), (-np.inf, "-inf")]
+    return [(v, str(np.asarray(v).astype(dtype))) for v in (np.inf, -np.inf)]
 
 
 def _perturbed(
-    replay: _Replayer, pid: Pid, site: Site, lanes: np.ndarray, reference: ProgramTrace | str
+    replay: _Replayer, pid: Pid, site: Site, lanes: np.ndarray, dtype: np.dtype, reference: ProgramTrace | str
 ) -> _Change | None:
     assert isinstance(reference, ProgramTrace)
-    dtype, loaded = _loaded(reference, site)
+    loaded = _load_arg(reference, site)
     for value, shown in _fills(dtype):
         fill = _Fill(site=site, value=value)
         with np.errstate(all="ignore"):
             perturbed = replay(pid, fill)
         if isinstance(perturbed, str):
-            return _Change(site, pid, lanes, shown, f"the program fails: {perturbed}", loaded)
+            return _Change(site, pid, lanes, shown, f"the program fails ({perturbed})", loaded)
         assert perturbed is not None
         change = _stores_differ(reference.events, perturbed.events)
         if change is not None:
@@ -259,12 +269,10 @@ def _perturbed(
     return None
 
 
-def _loaded(program: ProgramTrace, site: Site) -> tuple[np.dtype, str | None]:
-    """The element type a load site loads and the argument it reads, off the program's events."""
+def _load_arg(program: ProgramTrace, site: Site) -> str | None:
+    """The argument a load site reads, off the program's events."""
     events = [e for e in program.events if e.kind == "load" and (e.file, e.line) == site]
-    arg = next((e.arg for e in events if e.arg is not None), None)
-    dtype = next((np.asarray(e.values).dtype for e in events if e.values is not None), np.dtype(np.float32))
-    return dtype, arg
+    return next((e.arg for e in events if e.arg is not None), None)
 
 
 def _stores_differ(reference: list[MemoryEvent], perturbed: list[MemoryEvent]) -> str | None:

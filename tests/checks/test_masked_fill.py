@@ -2,6 +2,7 @@
 the result (found by running the program again with the lanes set otherwise); loads whose filled
 lanes go nowhere, and loads with an explicit other=, are not findings."""
 
+import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
@@ -106,3 +107,67 @@ def test_filled_lanes_that_go_nowhere_and_explicit_others_are_not_findings(inter
         c = np.zeros((30, 50), np.float32)
         k.matmul_kernel[(2, 4)](a, b, c, 30, 50, 20, 20, 1, 50, 1, 50, 1, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
     assert [launch.findings for launch in session.trace] == [[], [], []]
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols)
+    print("row", row)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+@triton.jit
+def gather_kernel(idx_ptr, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    idx = tl.load(idx_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + idx), mask=mask)
+
+
+@triton.jit
+def gather_kernel_clean(idx_ptr, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    idx = tl.load(idx_ptr + offsets, mask=mask, other=0)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + idx), mask=mask)
+
+
+def test_bf16_lanes_are_filled_in_bf16_and_prints_are_not_repeated(interpret, capsys):
+    x = np.ones((3, 10), ml_dtypes.bfloat16)
+    with interpret() as session:
+        row_sum_kernel[(3,)](x, np.zeros(3, ml_dtypes.bfloat16), 10, BLOCK=16)
+    [finding] = session.trace[0].findings
+    assert "with them set to inf, out_ptr elements [0] stored at line" in finding.message
+    assert capsys.readouterr().out == "row [0]\nrow [1]\nrow [2]\n"
+
+
+def test_the_last_program_is_checked_when_the_launch_kept_only_aggregates(interpret):
+    with interpret(summary_bytes=0) as session:
+        row_sum_kernel[(3,)](np.ones((3, 10), np.float32), np.zeros(3, np.float32), 10, BLOCK=16)
+    launch = session.trace[0]
+    [finding] = launch.findings
+    assert launch.aggregated == 3 and finding.pid == (2, 0, 0)
+    assert finding.message.endswith("(checked in the first program whose masked loads filled lanes)")
+
+
+def test_a_filled_index_that_reaches_an_address_fails_the_program(interpret):
+    idx = np.arange(20, dtype=np.int32)
+    with interpret() as session:
+        gather_kernel[(2,)](idx, np.ones(20, np.float32), np.zeros(20, np.float32), 20, BLOCK=16)
+    [finding] = session.trace[0].findings
+    line = _line(gather_kernel, 4)
+    # the failure's own text is the memory guard's, quoted whole
+    assert finding.message.startswith(
+        f"gather_kernel:{line} pid=(1,0,0): tl.load of idx_ptr has no other=: its masked-off lanes "
+        "[4, 5, 6, 7, 8, 9, ... 12 in all] hold 0 here and are undefined on the GPU, and they change the "
+        f"result: with them set to -2147483648, the program fails (gather_kernel:{line + 1} pid=(1,0,0): "
+    )
+    assert finding.message.endswith(
+        "); pass other= that their use ignores (-float('inf') for tl.max, float('inf') for tl.min, 0 for "
+        "a sum) (checked in the first program whose masked loads filled lanes)"
+    )
+    with interpret() as session:
+        gather_kernel_clean[(2,)](idx, np.ones(20, np.float32), np.zeros(20, np.float32), 20, BLOCK=16)
+    assert session.trace[0].findings == []
