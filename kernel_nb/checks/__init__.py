@@ -4,8 +4,8 @@ turned into `Finding`s a person can act on.
 The engine reports typed facts as they happen, through one module per detector family (`races`,
 `uninitialised`, `nonfinite`, `undefined`); each owns its kind, severity and wording, and the
 facts are grouped in `Observations`. Detectors that need the whole launch (`coverage`,
-`grid_axes`) run after it, from `DETECTORS`: each has one method, `check(launch) -> list[Finding]`.
-One needs to run programs again and so lives with the engine: `masked_fill_used`
+`grid_axes`, `store_masks`) run after it, from `DETECTORS`: each has one method,
+`check(launch) -> list[Finding]`. One needs to run programs again and so lives with the engine: `masked_fill_used`
 (engine/perturb.py), run on a finished launch before its results are committed.
 """
 
@@ -18,6 +18,7 @@ from kernel_nb.checks.coverage import UncoveredElements, detect_uncovered_elemen
 from kernel_nb.checks.describe import describe
 from kernel_nb.checks.grid_axes import GridAxes, detect_unused_grid_axes, program_id_reads
 from kernel_nb.checks.observations import MAX_ELEMENTS, Observations, Site
+from kernel_nb.checks.store_masks import NarrowerStoreMasks, detect_narrower_store_masks
 from kernel_nb.trace import Finding, Launch
 
 
@@ -27,7 +28,7 @@ class Detector(Protocol):
     def check(self, launch: Launch) -> list[Finding]: ...
 
 
-DETECTORS: list[Detector] = [UncoveredElements(), GridAxes()]
+DETECTORS: list[Detector] = [UncoveredElements(), GridAxes(), NarrowerStoreMasks()]
 
 
 def extended_with(*detectors: Detector, base: Sequence[Detector] = DETECTORS) -> list[Detector]:
@@ -48,10 +49,12 @@ __all__ = [
     "MAX_ELEMENTS",
     "Detector",
     "GridAxes",
+    "NarrowerStoreMasks",
     "Observations",
     "Site",
     "UncoveredElements",
     "describe",
+    "detect_narrower_store_masks",
     "detect_uncovered_elements",
     "detect_unused_grid_axes",
     "extended_with",

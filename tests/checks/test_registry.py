@@ -7,6 +7,7 @@ from kernel_nb.checks import (
     DETECTORS,
     Detector,
     GridAxes,
+    NarrowerStoreMasks,
     Observations,
     UncoveredElements,
     extended_with,
@@ -21,8 +22,8 @@ class Everything:
         return [Finding(kind="test", severity="info", message=f"{launch.kernel} ran", launch=launch.index)]
 
 
-def test_the_registry_holds_coverage_and_grid_axes():
-    assert [type(d) for d in DETECTORS] == [UncoveredElements, GridAxes]
+def test_the_registry_holds_coverage_grid_axes_and_store_masks():
+    assert [type(d) for d in DETECTORS] == [UncoveredElements, GridAxes, NarrowerStoreMasks]
     detector: Detector = Everything()  # a class with `check` is a Detector
     assert detector.check(NamedLaunch())[0].message == "k ran"
 
@@ -30,7 +31,7 @@ def test_the_registry_holds_coverage_and_grid_axes():
 def test_extended_with_is_a_copy():
     extended = extended_with(Everything())
     assert len(extended) == len(DETECTORS) + 1 and isinstance(extended[-1], Everything)
-    assert [type(d) for d in checks.DETECTORS] == [UncoveredElements, GridAxes]
+    assert [type(d) for d in checks.DETECTORS] == [UncoveredElements, GridAxes, NarrowerStoreMasks]
 
 
 def test_finish_puts_observations_first_then_the_detectors():
