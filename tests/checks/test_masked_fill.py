@@ -171,3 +171,24 @@ def test_a_filled_index_that_reaches_an_address_fails_the_program(interpret):
     with interpret() as session:
         gather_kernel_clean[(2,)](idx, np.ones(20, np.float32), np.zeros(20, np.float32), 20, BLOCK=16)
     assert session.trace[0].findings == []
+
+
+@triton.jit
+def counted_sum_kernel(count_ptr, x_ptr, out_ptr, rows, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    count = tl.load(count_ptr + row, mask=row < rows)
+    acc = 0.0
+    for i in range(count):
+        acc += tl.load(x_ptr + row * BLOCK + i)
+    tl.store(out_ptr + row, acc, mask=row < rows)
+
+
+def test_a_filled_loop_bound_does_not_run_for_ever(interpret):
+    """The program past the rows reads its count from a filled lane: a positive fill runs the loop
+    and changes nothing it stores (its store is masked off too), a large one would not end."""
+    counts = np.array([2, 3], np.int32)
+    out = np.zeros(2, np.float32)
+    with interpret() as session:
+        counted_sum_kernel[(3,)](counts, np.ones(24, np.float32), out, 2, BLOCK=8)
+    assert session.trace[0].findings == []
+    assert out.tolist() == [2.0, 3.0]
