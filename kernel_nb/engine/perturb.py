@@ -82,13 +82,15 @@ def detect_masked_fill(
     (A breakpoint() in a helper only is not seen, and would stop the replay too.)
     """
     candidates = _candidates(launch)
-    # the replays run the functions the launch ran (as rewritten for it: no second parse), so they
-    # would stop at its breakpoints too
-    stops = options.breakpoints or rewrites.rewritten(fn, instrument=options.capture).breakpoints
-    if not candidates or stops or waits(fn):
+    if not candidates or waits(fn):
+        return []
+    # breakpoint() in the source stops any run of it; the rewrite the launch made says so
+    if rewrites.rewritten(fn, instrument=options.capture).breakpoints:
         return []
     results = bound.snapshot()
-    quiet = dataclasses.replace(options, detect=False, progress=None)
+    # only the events are compared: no statement records (a program of 2**20 lanes keeps every
+    # value of a replay), and no line breakpoints, which only instrumented functions hold
+    quiet = dataclasses.replace(options, capture=False, detect=False, progress=None)
     replay = _Replayer(fn, launch, bound, snapshot, quiet, rewrites, interrupts)
     changes: dict[Site, _Change] = {}
     checked = 0
