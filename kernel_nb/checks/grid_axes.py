@@ -107,6 +107,7 @@ def _read_on_size_one(
         launch=launch.index,
         file=file,
         line=line,
+        arg=uncovered[0],
     )
 
 

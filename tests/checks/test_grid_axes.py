@@ -39,7 +39,12 @@ def test_an_axis_of_one_program_read_in_a_helper_and_its_clean_twin(interpret):
         "axis 1 (y): every program sees 0 there, and dst_ptr stays partly unwritten; launch a grid "
         "with axis 1 (e.g. (x, triton.cdiv(n, BLOCK)))"
     )
-    assert (finding.kind, finding.severity, finding.line) == ("unused_grid_axis", "warning", line)
+    assert (finding.kind, finding.severity, finding.line, finding.arg) == (
+        "unused_grid_axis",
+        "warning",
+        line,
+        "dst_ptr",
+    )
     dst = np.zeros_like(src)
     with interpret() as session:
         tile_copy_kernel[(4, 4)](src, dst, 64, BLOCK=16)
