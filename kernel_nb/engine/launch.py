@@ -18,6 +18,7 @@ from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.order import ProgramOrder
+from kernel_nb.engine.perturb import detect_masked_fill
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.errors import LaunchArgumentError, LaunchInterrupted
@@ -98,6 +99,10 @@ class Engine:
             if context is not None:
                 launch.kept_bytes = context.recorder.kept_bytes
                 context.dismantle()
+        if self.options.detect:
+            launch.findings += detect_masked_fill(
+                fn, launch, bound, snapshot, self.options, self.rewrites, self.interrupts
+            )
         try:
             bound.commit(lambda name: launch.buffers[name].written)
         except KeyboardInterrupt:

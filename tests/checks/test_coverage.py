@@ -1,5 +1,7 @@
 """Elements never written: a grid that stops short, and the grid that covers the buffer."""
 
+import inspect
+
 import numpy as np
 import triton
 
@@ -37,9 +39,11 @@ def test_a_short_grid_over_a_2d_argument_names_the_rows_left_and_its_clean_twin(
     with interpret() as session:
         k.copy_kernel[(6,)](x, np.zeros_like(x), x.size, BLOCK=64)  # one row a program, 6 of 8
     [finding] = session.trace[0].findings
+    store = inspect.getsourcelines(k.copy_kernel.fn)[1] + 4
     assert finding.message == (
-        "copy_kernel: dst_ptr[6:8, 0:64] (128 of 512) were never written, though the launch wrote the rest "
-        "of dst_ptr; check the grid covers the whole buffer and the store mask's bound"
+        f"copy_kernel: dst_ptr[6:8, 0:64] (128 of 512) were never written by the tl.store at kernels.py:{store}, "
+        "though the launch wrote the rest of dst_ptr; check the grid covers the whole buffer and the store mask's "
+        "bound"
     )
     assert finding.elements[0] == 384  # the offsets stay flat
     with interpret() as session:

@@ -94,9 +94,9 @@ def test_a_race_on_a_2d_argument_names_its_elements_by_index_and_its_clean_twin(
     )
     assert finding.elements.tolist() == list(range(192, 256))  # the offsets stay flat
     assert uncovered.message == (
-        "row_three_kernel: out_ptr[0:3, 0:64], out_ptr[4:8, 0:64] (448 of 512) were never written, though "
-        "the launch wrote the rest of out_ptr; check the grid covers the whole buffer and the store mask's "
-        "bound"
+        "row_three_kernel: out_ptr[0:3, 0:64], out_ptr[4:8, 0:64] (448 of 512) were never written by the "
+        f"tl.store at test_races.py:{line}, though the launch wrote the rest of out_ptr; check the grid covers "
+        "the whole buffer and the store mask's bound"
     )
     with interpret() as session:
         own_row_kernel[(8,)](np.zeros((8, 64), np.int32), N=64)

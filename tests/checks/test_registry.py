@@ -3,7 +3,16 @@
 import numpy as np
 
 from kernel_nb import checks
-from kernel_nb.checks import DETECTORS, Detector, Observations, UncoveredElements, extended_with, finish
+from kernel_nb.checks import (
+    DETECTORS,
+    Detector,
+    GridAxes,
+    NarrowerStoreMasks,
+    Observations,
+    UncoveredElements,
+    extended_with,
+    finish,
+)
 from kernel_nb.trace import Finding
 from tests.checks.helpers import NamedLaunch, site
 
@@ -13,8 +22,8 @@ class Everything:
         return [Finding(kind="test", severity="info", message=f"{launch.kernel} ran", launch=launch.index)]
 
 
-def test_the_registry_holds_coverage():
-    assert [type(d) for d in DETECTORS] == [UncoveredElements]
+def test_the_registry_holds_coverage_grid_axes_and_store_masks():
+    assert [type(d) for d in DETECTORS] == [UncoveredElements, GridAxes, NarrowerStoreMasks]
     detector: Detector = Everything()  # a class with `check` is a Detector
     assert detector.check(NamedLaunch())[0].message == "k ran"
 
@@ -22,7 +31,7 @@ def test_the_registry_holds_coverage():
 def test_extended_with_is_a_copy():
     extended = extended_with(Everything())
     assert len(extended) == len(DETECTORS) + 1 and isinstance(extended[-1], Everything)
-    assert [type(d) for d in checks.DETECTORS] == [UncoveredElements]
+    assert [type(d) for d in checks.DETECTORS] == [UncoveredElements, GridAxes, NarrowerStoreMasks]
 
 
 def test_finish_puts_observations_first_then_the_detectors():

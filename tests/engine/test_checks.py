@@ -154,8 +154,9 @@ def test_uncovered_elements():
     [finding] = session.trace[0].findings
     assert finding.kind == "uncovered" and finding.arg == "out_ptr"
     assert finding.message == (
-        "add_kernel: out_ptr elements [768, 1000) (232 of 1000) were never written, though the launch "
-        "wrote the rest of out_ptr; check the grid covers the whole buffer and the store mask's bound"
+        "add_kernel: out_ptr elements [768, 1000) (232 of 1000) were never written by the tl.store "
+        "at kernels.py:14, though the launch wrote the rest of out_ptr; check the grid covers the whole "
+        "buffer and the store mask's bound"
     )
     with kernel_nb.interpret() as session:
         k.add_kernel[(triton.cdiv(n, 256),)](x, x, out, n, BLOCK=256)
