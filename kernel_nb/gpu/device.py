@@ -38,7 +38,7 @@ INSTEAD = (
     "TTIR, TTGIR, LLIR and PTX the GPU would run"
 )
 Piece = Literal["gpu", "driver", "cupy", "device", "triton", "context"]
-Need = Literal["launch", "compile"]
+Need = Literal["launch", "device", "compile"]
 # Where the kernel lists PCI devices (Linux): an NVIDIA display controller is vendor 0x10de, class 0x03xxxx.
 PCI_DEVICES = Path("/sys/bus/pci/devices")
 _NVIDIA = "0x10de"
@@ -123,8 +123,10 @@ def find_missing(device: int = 0, *, need: Need = "launch", target: str = "cuda"
 
     Args:
         device: the CUDA device a launch would use.
-        need: "launch": run compiled kernels on `device` (`%%tkernel gpu`, `compare`); "compile":
-            only compile for a target (`%%tkernel interpret --ir`), which needs no GPU.
+        need: "launch": run compiled kernels on `device` (`%%tkernel gpu`, `compare`); "device":
+            the GPU, its driver, CuPy and `device`, without asking Triton's launcher (which imports
+            torch and starts CUDA on Triton before 3.8: a launch asks it); "compile": only compile
+            for a target (`%%tkernel interpret --ir`), which needs no GPU.
         target: for "compile", the backend compiled for ("cuda" or "hip").
     """
     if need == "compile":
@@ -150,6 +152,8 @@ def find_missing(device: int = 0, *, need: Need = "launch", target: str = "cuda"
         return Missing(
             "device", f"--device {device}: this machine has {count} CUDA device{plural} (0 to {count - 1})"
         )
+    if need == "device":
+        return None
     missing = _triton_launcher_missing()
     if missing is not None and sticky_error(cupy, device) is not None:
         return None  # Triton met the lost context, not a missing piece: the launch says so

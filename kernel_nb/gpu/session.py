@@ -122,11 +122,12 @@ class GpuSession(Session):
         self._prober = prober or (self._device_prober if launcher is None else None)
 
     def __enter__(self) -> GpuSession:
-        # fail before the cell runs, not in its middle
+        # fail before the cell runs, not in its middle; but what needs torch imported or CUDA started
+        # (Triton's launcher) waits for a launch, which a cell may never make
         if self.gpu_options.mode == "interpret":
             gpu_device.require(need="compile", target=self._target().split(":")[0])
         elif self._launcher == self._device_launcher:
-            gpu_device.require(self.gpu_options.device)
+            gpu_device.require(self.gpu_options.device, need="device")
         super().__enter__()
         return self
 

@@ -254,3 +254,18 @@ def test_a_lost_context_is_not_taken_for_a_missing_piece(monkeypatch, tmp_path):
     monkeypatch.setattr(runtime, "getDeviceCount", mismatched)
     found = gpu_device.find_missing()
     assert found is not None and found.piece == "cupy"
+
+
+def test_entering_a_session_leaves_tritons_launcher_to_the_first_launch(monkeypatch, tmp_path):
+    FakeMachine(triton_driver=False).install(monkeypatch, tmp_path)
+    asked = []
+    real = gpu_device._triton_launcher_missing
+    monkeypatch.setattr(gpu_device, "_triton_launcher_missing", lambda: asked.append(1) or real())
+    x = np.ones(100, np.float32)
+    out = np.zeros(100, np.float32)
+    with gpu.run():
+        assert asked == []  # no torch import, no CUDA start for a cell that launches nothing
+    with pytest.raises(gpu.GpuUnavailableError) as caught, gpu.run():
+        k.add_kernel[(1,)](x, x, out, 100, BLOCK=128)
+    assert asked and caught.value.missing == "triton"
+    assert not out.any()
