@@ -43,6 +43,10 @@ def detect_narrower_store_masks(launch: Launch) -> list[Finding]:
     unwritten = {
         name: bmap.never_written() - bmap.origin for name, bmap in launch.buffers.items() if bmap.written
     }
+    # no element left unwritten, no finding: the common launch pays for no walk over its programs
+    unwritten = {name: elements for name, elements in unwritten.items() if elements.size}
+    if not unwritten:
+        return []
     groups: dict[tuple[str, int, str, int], _Group] = {}
     for pid, program in launch.programs.items():
         if not program.kept:
