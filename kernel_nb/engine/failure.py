@@ -8,9 +8,7 @@ import linecache
 
 from kernel_nb.engine.recorder import Recorder
 from kernel_nb.errors import KernelError
-from kernel_nb.trace import Finding, Launch
-
-KIND = "launch_error"
+from kernel_nb.trace import LAUNCH_ERROR, Finding, Launch
 
 _MEMORY_CALLS = {"load", "store", "atomic_cas", "atomic_xchg"}
 _MEMORY_CALLS |= {f"atomic_{op}" for op in ("add", "max", "min", "and", "or", "xor")}
@@ -41,10 +39,10 @@ def put_first(launch: Launch, error: KernelError) -> Finding:
     Returns:
         The error's finding.
     """
-    if launch.findings and launch.findings[0].kind == KIND:
+    if launch.findings and launch.findings[0].kind == LAUNCH_ERROR:
         return launch.findings[0]
     finding = Finding(
-        kind=KIND,
+        kind=LAUNCH_ERROR,
         severity="error",
         message=f"{type(error).__name__}: {error.message}",
         launch=launch.index,

@@ -33,6 +33,7 @@ from kernel_nb.trace.compare import (
 )
 from kernel_nb.trace.launch import Launch, ProgramTrace, Trace
 from kernel_nb.trace.records import (
+    LAUNCH_ERROR,
     ArgumentInfo,
     Artifacts,
     Finding,
@@ -47,6 +48,7 @@ from kernel_nb.trace.records import (
 )
 
 __all__ = [
+    "LAUNCH_ERROR",
     "SHOWN",
     "ULP_EDGES",
     "Aggregate",

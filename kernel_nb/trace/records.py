@@ -13,6 +13,8 @@ import numpy as np
 
 Pid = tuple[int, int, int]
 Severity = Literal["error", "warning", "info"]
+# the kind of the finding a failed launch puts first: its error
+LAUNCH_ERROR = "launch_error"
 
 
 def as_pid(pid: int | tuple[int, ...]) -> Pid:
