@@ -89,3 +89,14 @@ def test_a_refused_launch_records_nothing_and_shows_nothing_more(ip, monkeypatch
     assert isinstance(result.error_in_exec, LaunchArgumentError)
     assert shown == []
     assert getattr(result.error_in_exec, "__notes__", []) == []
+
+
+def test_interpret_with_ir_shows_the_failure_the_same_way(ip, monkeypatch):
+    shown = shown_by(monkeypatch)
+
+    result = run(ip, f"%%tkernel interpret --ir\n{FAILING}")
+
+    assert isinstance(result.error_in_exec, KernelMemoryError)
+    [viewer] = shown
+    assert (viewer.pid, viewer.finding) == ([3, 0, 0], 0)
+    assert result.error_in_exec.__notes__ == [NOTE]
