@@ -39,11 +39,9 @@ def test_an_out_of_bounds_load_in_a_loop_is_the_first_finding():
     error, launch = _failed(lambda: k.row_blocks_kernel[(4,)](src, dst, 12, 12, 1, BLOCK=4))
 
     line = _line("tile = tl.load(src")
-    message = (
-        f"row_blocks_kernel:{line} pid=(3,0,0): tl.load of src_ptr reads elements [46, 48) but src_ptr "
-        "has 46 (2 of 4 active lanes out of bounds); the mask lets these lanes through; check the mask's bound"
-    )
-    assert str(error) == message
+    # the guard's own words after the location are its tests' to pin down; the finding carries them whole
+    message = str(error)
+    assert message.startswith(f"row_blocks_kernel:{line} pid=(3,0,0): tl.load of src_ptr reads ")
     assert (error.pid, error.line, error.iteration) == ((3, 0, 0), line, (2,))
     first, *rest = launch.findings
     assert (first.kind, first.severity, first.message) == (
@@ -82,9 +80,9 @@ def test_a_failed_device_assert_names_the_program_and_the_iteration():
 
     line = _line('tl.device_assert(acc < limit, "acc stays below the limit")')
     [first] = launch.findings
-    assert first.message == (
-        f"KernelAssertionError: assert_in_loop_kernel:{line} pid=(1,0,0): device_assert failed: "
-        "acc stays below the limit (lanes 0, 1, 2, 3; 4 of 4)"
+    assert first.message == f"KernelAssertionError: {error}"
+    assert str(error).startswith(
+        f"assert_in_loop_kernel:{line} pid=(1,0,0): device_assert failed: acc stays below the limit"
     )
     assert (first.pid, first.line, first.arg, first.iteration) == ((1, 0, 0), line, None, (1,))
     assert error.iteration == (1,)
@@ -118,9 +116,9 @@ def test_an_exception_outside_loops_has_the_empty_iteration():
     line = _line("y = x + tl.zeros")
     assert isinstance(error, KernelCompileError)
     [first] = launch.findings
-    assert first.message == (
-        f"KernelCompileError: raising_kernel:{line} pid=(0,0,0): ValueError: Cannot make_shape_compatible: "
-        "incompatible dimensions at index 0: 4 and 8"
+    assert first.message == f"KernelCompileError: {error}"
+    assert str(error).startswith(
+        f"raising_kernel:{line} pid=(0,0,0): ValueError: Cannot make_shape_compatible"
     )
     assert (first.pid, first.line, first.arg, first.iteration) == ((0, 0, 0), line, None, ())
 

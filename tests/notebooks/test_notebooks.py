@@ -91,9 +91,7 @@ def test_stride_bug_opens_the_viewer_at_the_failure_and_ends_with_the_transpose(
     line = 1 + next(i for i, text in enumerate(kernel.splitlines()) if "tile = tl.load" in text)
     shown, error = failing.outputs
     assert error.ename == "KernelMemoryError"
-    assert error.evalue.startswith(
-        f"transpose_kernel:{line} pid=(0,0,0): tl.load of src_ptr reads elements [2560, 3024) but src_ptr has 2560"
-    )
+    assert error.evalue.startswith(f"transpose_kernel:{line} pid=(0,0,0): tl.load of src_ptr reads ")
     assert error.traceback[-1] == (
         "kernel_nb: the launch's recording is in _tk (its error is _tk[0].findings[0]); the viewer above "
         "opens at the failure"
