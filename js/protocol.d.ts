@@ -44,6 +44,12 @@ export interface BufferMeta {
   oob: number;
 }
 
+export interface FindingTarget {
+  pid: number[];
+  stmt: number;
+  iteration: number[];
+}
+
 export interface FindingMeta {
   kind: string;
   severity: string;
@@ -53,6 +59,8 @@ export interface FindingMeta {
   line: number | null;
   arg: string | null;
   elements: number;
+  iteration?: number[] | null;
+  target?: FindingTarget | null;
 }
 
 export interface WriterMeta {

@@ -30,7 +30,7 @@
  * @typedef {{get(name: string): any, set(name: string, value: any): void, save_changes(): void,
  *   on(name: string, cb: Function): void, off(name: string, cb?: Function): void, send(content: any, callbacks?: any, buffers?: any[]): void}} Model
  * @typedef {{source: "record"|"event", index: number, field: "values"|"indices"|"before", axes: number[]|null, at: number[]|null}} ValueTarget
- * @typedef {{launch?: number, pid?: number[], stmt?: number, iteration?: number[]}} Change
+ * @typedef {{launch?: number, pid?: number[], stmt?: number, iteration?: number[], finding?: number}} Change
  * @typedef {number[]} RGB
  * @typedef {{lut: RGB[], nan: RGB, posinf: RGB, neginf: RGB, masked: RGB}} Palette
  */
@@ -53,7 +53,7 @@ const MAP_WIDTH = 400;
 const COMPARE_WIDTH = 300;
 /** Mismatch codes of a CompareReply (kernel_nb/view/compare.py). */
 const PADDING = 0, OUTSIDE = 2;
-const TRAITS = ["launch", "pid", "stmt", "iteration", "meta"];
+const TRAITS = ["launch", "pid", "stmt", "iteration", "meta", "finding"];
 
 /** @param {string} hex "#rrggbb" @returns {RGB} */
 function rgbOf(hex) {
@@ -641,11 +641,20 @@ class MemoryPane {
   }
 }
 
-/** The launch's findings; a click takes the view to the finding's program and line. @param {LaunchMeta} launch @param {(f: FindingMeta) => void} onPick */
+/**
+ * The launch's findings; a click (or Enter) takes the view to the finding's program, line and loop iteration.
+ * @param {LaunchMeta} launch @param {(f: FindingMeta, index: number) => void} onPick
+ */
 function findingsSection(launch, onPick) {
-  const items = launch.findings.map((f) => {
-    const where = [f.line !== null ? `line ${f.line}` : "", f.pid ? `pid (${f.pid.join(", ")})` : ""].filter(Boolean).join(" · ");
-    return h("li", { class: `knb-finding knb-${f.severity}`, onclick: () => onPick(f) }, [
+  const items = launch.findings.map((f, index) => {
+    const iteration = f.iteration?.length ? `iteration (${f.iteration.join(", ")})` : "";
+    const where = [f.line !== null ? `line ${f.line}` : "", f.pid ? `pid (${f.pid.join(", ")})` : "", iteration].filter(Boolean).join(" · ");
+    const pick = () => onPick(f, index);
+    return h("li", {
+      class: `knb-finding knb-${f.severity}`, "data-index": index, "data-kind": f.kind, tabindex: 0, role: "button",
+      title: "show this finding's program, line and loop iteration", onclick: pick,
+      onkeydown: (/** @type {KeyboardEvent} */ e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); } },
+    }, [
       h("b", { text: f.severity }), ` ${f.message}`, where ? h("span", { class: "knb-dim", text: ` — ${where}` }) : "",
     ]);
   });
@@ -654,6 +663,21 @@ function findingsSection(launch, onPick) {
     h("h4", { text: `Findings (${launch.findings_total})` }),
     items.length ? h("ul", {}, [...items, ...more]) : h("p", { class: "knb-dim", text: "No findings." }),
   ]);
+}
+
+/**
+ * Mark the finding the view was taken to: its row in the list, and its line in the source in the error colour
+ * (a failing line often records nothing, so the selected statement may sit on another line).
+ * @param {HTMLElement} root @param {SourcePane} source @param {LaunchMeta} launch @param {number} index
+ */
+function markFinding(root, source, launch, index) {
+  root.querySelectorAll(".knb-finding").forEach((row) => row.classList.toggle("knb-chosen", Number(/** @type {HTMLElement} */ (row).dataset.index) === index));
+  const f = launch.findings[index];
+  source.lineEls.forEach((line, key) => {
+    const at = !!f && f.line !== null && (f.file ? key === `${f.file}:${f.line}` : key.endsWith(`:${f.line}`));
+    line.classList.toggle("knb-error", at);
+    line.toggleAttribute("data-finding", at);
+  });
 }
 
 /** The CPU / GPU comparison: verdict, one row per compared buffer, CPU / GPU / |diff| maps, and the probed divergence. */
@@ -889,6 +913,8 @@ class Viewer {
 
   /** Push a selection to the model (so Python's PNG fallback follows) and redraw. @param {Change} change */
   commit(change) {
+    // a finding marked belongs to its launch
+    if (change.launch !== undefined && change.launch !== this.model.get("launch") && change.finding === undefined) change = { ...change, finding: -1 };
     for (const [k, v] of Object.entries(change)) if (v !== undefined) this.model.set(k, v);
     this.model.save_changes();
     this.schedule();
@@ -926,7 +952,7 @@ class Viewer {
       header.pidRow,
       h("div", { class: "knb-main" }, [source.el, value.el]),
       h("section", {}, [h("h4", { text: "Memory" }), memory.el]),
-      findingsSection(launch, (f) => this.jumpTo(f)),
+      findingsSection(launch, (f, index) => this.jumpTo(f, index)),
       new ComparisonPane(this.channel, palette, launch, commit).el,
     );
     if (launch.artifacts) this.root.append(new ArtifactsPane(this.channel, launch, launch.artifacts).el);
@@ -951,12 +977,15 @@ class Viewer {
     return (this.program?.records || []).filter((r) => r.stmt === stmt);
   }
 
-  /** @param {FindingMeta} f */
-  jumpTo(f) {
+  /** Take the view to a finding: its program, line and loop iteration (its `target`, computed in Python). @param {FindingMeta} f @param {number} index */
+  jumpTo(f, index) {
     const launch = this.launchMeta;
     if (!launch) return;
+    this.target = { source: "record", index: -1, field: "values", axes: null, at: null };
+    const t = f.target;
+    if (t) return this.commit({ finding: index, pid: t.pid, stmt: t.stmt, iteration: t.iteration });
     const stmt = f.line === null ? undefined : launch.statements.find((s) => s.line === f.line && (!f.file || s.file === f.file));
-    this.commit({ ...(f.pid ? { pid: f.pid } : {}), ...(stmt ? { stmt: stmt.id, iteration: [] } : {}) });
+    this.commit({ finding: index, ...(f.pid ? { pid: f.pid } : {}), ...(stmt ? { stmt: stmt.id, iteration: [] } : {}) });
   }
 
   /** @param {number} index @param {"values"|"indices"} field */
@@ -1017,6 +1046,7 @@ class Viewer {
     const iteration = JSON.stringify(this.model.get("iteration"));
     const records = this.recordsOf(stmt);
     panes.source.mark(new Set((this.program?.records || []).map((r) => r.stmt)), stmt);
+    markFinding(this.root, panes.source, launch, this.model.get("finding") ?? -1);
     const chosen = records.find((r) => JSON.stringify(r.iteration) === iteration) || records[records.length - 1];
     panes.source.iterations(records, chosen, (r) => {
       this.target = { source: "record", index: r.index, field: "values", axes: null, at: null };

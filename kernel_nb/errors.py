@@ -24,8 +24,11 @@ class KernelError(InterpreterError):
         kernel: the kernel's name.
         file, line: where in the source (the kernel's or a helper's).
         pid: the program id that failed.
-        launch: what the launch recorded before it failed (the user's arrays are unchanged).
+        launch: what the launch recorded before it failed (the user's arrays are unchanged);
+            its first finding is this error (kind "launch_error").
         source_line: the text of the failing line.
+        iteration: the loop iteration the program was in (indices of the enclosing loops,
+            outermost first; () outside loops), None where not known.
     """
 
     def __init__(
@@ -38,6 +41,7 @@ class KernelError(InterpreterError):
         pid: Pid | None = None,
         launch: Launch | None = None,
         source_line: str | None = None,
+        iteration: tuple[int, ...] | None = None,
     ) -> None:
         Exception.__init__(self, message)
         self.message = self.error_message = message
@@ -47,12 +51,16 @@ class KernelError(InterpreterError):
         self.pid = pid
         self.launch = launch
         self.source_line = source_line
+        self.iteration = iteration
 
     def __str__(self) -> str:
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, self.kernel, self.file, self.line, self.pid))
+        return (
+            _rebuild,
+            (type(self), self.message, self.kernel, self.file, self.line, self.pid, self.iteration),
+        )
 
     def _render_traceback_(self) -> list[str]:
         """IPython shows this instead of the full traceback: the kernel line, not kernel_nb's frames."""
@@ -61,6 +69,9 @@ class KernelError(InterpreterError):
             lines.append(f'  File "{self.file}", line {self.line}, in {self.kernel}')
             if self.source_line:
                 lines.append(f"    {self.source_line.strip()}")
+        # notes added on the way up (the magic's word on where the recording is) come last, as
+        # Python's own traceback shows them
+        lines.extend(getattr(self, "__notes__", []))
         return lines
 
 
@@ -110,6 +121,12 @@ class LaunchInterrupted(KeyboardInterrupt):
 
 
 def _rebuild(
-    cls: type[KernelError], message: str, kernel: str, file: Any, line: Any, pid: Any
+    cls: type[KernelError],
+    message: str,
+    kernel: str,
+    file: Any,
+    line: Any,
+    pid: Any,
+    iteration: Any = None,  # absent from errors pickled before it existed
 ) -> KernelError:
-    return cls(message, kernel=kernel, file=file, line=line, pid=pid)
+    return cls(message, kernel=kernel, file=file, line=line, pid=pid, iteration=iteration)

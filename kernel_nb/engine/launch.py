@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import failure, triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
@@ -21,7 +21,7 @@ from kernel_nb.engine.order import ProgramOrder
 from kernel_nb.engine.perturb import detect_masked_fill
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
-from kernel_nb.errors import LaunchArgumentError, LaunchInterrupted
+from kernel_nb.errors import KernelError, LaunchArgumentError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, ProgramTrace
 
@@ -66,10 +66,12 @@ class Engine:
                     raise _interrupted(name, stray) from None
             except ArgumentError as exc:
                 raise LaunchArgumentError(f"{name}: {exc}", kernel=name) from None
-            except Exception:
+            except Exception as exc:
                 if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
                     with self.interrupts.held():
                         raise _interrupted(name, None) from None
+                if isinstance(exc, KernelError) and exc.launch is not None:
+                    failure.put_first(exc.launch, exc)  # whichever strategy ran, after its detectors
                 raise
 
     def _launch(
@@ -153,7 +155,13 @@ class Engine:
                 _start_over(launch, bound, snapshot)
         launch.strategy, launch.strategy_note = "serial", reason or ""
         context = SerialRun(fn, launch, bound, self.options, self.rewrites, self.interrupts)
-        context.run(order)
+        try:
+            context.run(order)
+        except KernelError as error:
+            if error.iteration is None:  # read before anything else runs in the recorder
+                counted = self.options.capture
+                error.iteration = failure.failing_iteration(error, context.recorder, counted=counted)
+            raise
         return context
 
     def _replay(

@@ -1,4 +1,5 @@
-"""Running a ``%%tkernel`` cell's body in the user's namespace, inside a session, and binding ``_tk``."""
+"""Running a ``%%tkernel`` cell's body in the user's namespace, inside a session, and binding ``_tk``;
+what a cell whose launch failed shows besides the error."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from kernel_nb.errors import LaunchInterrupted
+from kernel_nb.errors import KernelError, LaunchInterrupted
 from kernel_nb.progress import Progress
+from kernel_nb.trace import Trace
 
 
 class CellInterrupted(LaunchInterrupted):
@@ -53,6 +55,30 @@ def run_in(
         if progress is not None:
             progress.close()
         bind(shell, result(), name)
+
+
+def failed_launch(error: KernelError, trace: object) -> tuple[int, int] | None:
+    """The failed launch's place in the cell's trace and its error's finding, (launch, finding);
+    None where the error recorded no launch of that trace (an argument the launch refused)."""
+    launch = error.launch
+    if not isinstance(trace, Trace) or launch is None or launch not in trace.launches:
+        return None
+    return trace.launches.index(launch), 0
+
+
+def note_recording(error: KernelError, at: tuple[int, int], name: str | None, *, viewer: bool) -> None:
+    """Add to the error's traceback the one line that says where the recording is.
+
+    IPython shows a KernelError's own traceback (`KernelError._render_traceback_`), which ends
+    with the error's notes; `__notes__` is set directly, as `add_note` does on Python 3.11+.
+    """
+    names = "_tk" if name is None else f"_tk and {name}"
+    launch, finding = at
+    line = (
+        f"kernel_nb: the launch's recording is in {names} (its error is _tk[{launch}].findings[{finding}])"
+        + ("; the viewer above opens at the failure" if viewer else "")
+    )
+    error.__notes__ = [*getattr(error, "__notes__", []), line]
 
 
 def run_cell(shell: InteractiveShell, cell: str) -> Any:

@@ -19,6 +19,7 @@ from IPython.core.magic_arguments import parse_argstring
 from IPython.display import display
 
 import kernel_nb
+from kernel_nb.errors import KernelError
 from kernel_nb.magic import cell as cells
 from kernel_nb.magic import flags, gpu_modes
 from kernel_nb.options import Options
@@ -68,8 +69,11 @@ class TKernelMagics(Magics):
             _tk = tr = session.trace
             display(kernel_nb.TraceViewer(_tk))
 
-        ``_tk`` is bound also when the cell fails, to what the launches recorded until then. The
-        value of the cell's last expression, if any, is the cell's output, as without the magic.
+        ``_tk`` is bound also when the cell fails, to what the launches recorded until then. A
+        launch that fails shows the viewer open at its error (the first finding of the failed
+        launch: program, line, loop iteration) above the error, whose last line says where the
+        recording is. The value of the cell's last expression, if any, is the cell's output, as
+        without the magic.
 
         ``%tkernel FLAGS`` makes FLAGS the defaults of later cells; ``%tkernel`` shows them and
         ``%tkernel --reset`` forgets them.
@@ -99,14 +103,23 @@ class TKernelMagics(Magics):
         options = dataclasses.replace(options, progress=progress)
         if mode == "interpret" and not flags.ir_of(args, self.kept):
             session = kernel_nb.interpret(options)
-            value = cells.run_in(shell, session, cell, progress, lambda: session.trace, args.name)
+            try:
+                value = cells.run_in(shell, session, cell, progress, lambda: session.trace, args.name)
+            except KernelError as error:
+                _show_failure(error, session.trace, args.name, quiet=quiet)
+                raise
             if not quiet:
                 display(_viewer(session.trace))
             return value
         gpu_session = gpu_modes.session_for(options, gpu)
-        value = cells.run_in(
-            shell, gpu_session, cell, progress, lambda: gpu_modes.result_of(gpu_session, mode), args.name
-        )
+        try:
+            value = cells.run_in(
+                shell, gpu_session, cell, progress, lambda: gpu_modes.result_of(gpu_session, mode), args.name
+            )
+        except KernelError as error:
+            if mode == "interpret":  # interpret --ir: the interpreted launch failed
+                _show_failure(error, gpu_session.trace, args.name, quiet=quiet)
+            raise
         if not quiet:
             if mode == "interpret":
                 display(_viewer(gpu_session.trace))
@@ -115,9 +128,24 @@ class TKernelMagics(Magics):
         return value
 
 
-def _viewer(trace: Trace) -> object:
+def _show_failure(error: KernelError, trace: Trace, name: str | None, *, quiet: bool) -> None:
+    """Before the error's traceback: the viewer, open at the failure; and the traceback's last line
+    says where the recording is. (The cell still fails: the error is raised on.)"""
+    at = cells.failed_launch(error, trace)
+    if at is None:
+        return
+    if not quiet:
+        display(_viewer(trace, at))
+    cells.note_recording(error, at, name, viewer=not quiet)
+
+
+def _viewer(trace: Trace, finding: tuple[int, int] | None = None) -> object:
+    """The trace's viewer, at a finding (launch, index) if given."""
     try:
         from kernel_nb.view import TraceViewer
+        from kernel_nb.view.state import Selection
     except ImportError:
         return trace  # the trace's own HTML table and text summary
-    return TraceViewer(trace)
+    if finding is None:
+        return TraceViewer(trace)
+    return TraceViewer(trace, selection=Selection.at_finding(trace, *finding))

@@ -34,6 +34,7 @@ from kernel_nb.trace.compare import (
 )
 from kernel_nb.trace.launch import Launch, ProgramTrace, Trace
 from kernel_nb.trace.records import (
+    LAUNCH_ERROR,
     ArgumentInfo,
     Artifacts,
     Finding,
@@ -48,6 +49,7 @@ from kernel_nb.trace.records import (
 )
 
 __all__ = [
+    "LAUNCH_ERROR",
     "SHOWN",
     "ULP_EDGES",
     "Aggregate",

@@ -66,7 +66,8 @@ class Launch:
         aggregates: per statement id, the aggregated programs' summaries combined.
         summary_bytes: the bytes of summaries `programs` holds (see trace/aggregates).
         buffers: launch-wide access maps per buffer argument.
-        findings: what the detectors found.
+        findings: what the detectors found; a failed launch's error comes first (kind
+            `LAUNCH_ERROR`, with the failing program, line, argument and loop iteration).
         status: "ok", "error" or "interrupted".
         error: the error's message when the launch failed.
         duration_s: wall time of the launch.

@@ -13,6 +13,8 @@ import numpy as np
 
 Pid = tuple[int, int, int]
 Severity = Literal["error", "warning", "info"]
+# the kind of the finding a failed launch puts first: its error
+LAUNCH_ERROR = "launch_error"
 
 
 def as_pid(pid: int | tuple[int, ...]) -> Pid:
@@ -174,6 +176,8 @@ class Finding:
         file, line: where in the source.
         arg: the argument involved.
         elements: element offsets or lanes involved.
+        iteration: the loop iteration (indices of the enclosing loops, outermost first, as in
+            `Record.iteration`) where the finding knows it; None where it does not.
     """
 
     kind: str
@@ -185,6 +189,8 @@ class Finding:
     line: int | None = None
     arg: str | None = None
     elements: np.ndarray | None = None
+    # a class default too: findings saved before the field existed load with None
+    iteration: tuple[int, ...] | None = None
 
 
 @dataclass

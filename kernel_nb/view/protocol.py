@@ -60,7 +60,15 @@ class BufferMeta(TypedDict):
     oob: int
 
 
-class FindingMeta(TypedDict):
+class FindingTarget(TypedDict):
+    """Where a click on a finding takes the view (kernel_nb.view.findings)."""
+
+    pid: list[int]
+    stmt: int  # the statement whose value is shown; -1: none of this program
+    iteration: list[int]
+
+
+class _FindingRequired(TypedDict):
     kind: str
     severity: str
     message: str
@@ -69,6 +77,11 @@ class FindingMeta(TypedDict):
     line: int | None
     arg: str | None
     elements: int
+
+
+class FindingMeta(_FindingRequired, total=False):
+    iteration: list[int] | None  # the loop iteration, where the finding knows it
+    target: FindingTarget | None  # added by kernel_nb.view.findings; None: a launch-wide finding
 
 
 class WriterMeta(TypedDict):

@@ -23,8 +23,13 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
     (see `kernel_nb.view.protocol`), so a launch of thousands of programs costs nothing until
     a program is looked at. Programs whose values were not kept are replayed on request.
 
+    A trace with a failed launch opens at its error: the failing program, line and loop
+    iteration (`Selection.first`). Each finding in the list takes the view to its own.
+
     Args:
         trace: the trace to show (a single `Launch` is shown as a one-launch trace).
+        selection: what the view opens on (e.g. `Selection.at_finding(trace, launch, index)`);
+            None: `Selection.first(trace)`. Traits given by keyword (`pid=[3, 0, 0]`) win over it.
     """
 
     _esm = asset("viewer.js")
@@ -35,10 +40,12 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
     pid = traitlets.List(traitlets.Int(), default_value=[0, 0, 0]).tag(sync=True)
     stmt = traitlets.Int(-1).tag(sync=True)  # -1: nothing selected
     iteration = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
+    finding = traitlets.Int(-1).tag(sync=True)  # the launch's finding the view was taken to; -1: none
 
-    def __init__(self, trace: Trace | Launch, **kwargs: Any) -> None:
+    def __init__(self, trace: Trace | Launch, *, selection: Selection | None = None, **kwargs: Any) -> None:
         self.trace = trace if isinstance(trace, Trace) else Trace(launches=[trace])
-        super().__init__(meta=dict(viewer_meta(self.trace)), **Selection.first(self.trace).traits(), **kwargs)
+        start = Selection.first(self.trace) if selection is None else selection
+        super().__init__(meta=dict(viewer_meta(self.trace)), **{**start.traits(), **kwargs})
         self.on_msg(self._on_request)
 
     def _on_request(self, _widget: object, content: dict[str, Any], _buffers: list[bytes]) -> None:
@@ -68,8 +75,8 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
             KeyError: the program did not record `name`.
         """
         with self.hold_sync():
-            if launch is not None:
-                self.launch = launch
+            if launch is not None and launch != self.launch:
+                self.launch, self.finding = launch, -1  # the finding marked was of the other launch
             if pid is not None:
                 padded = [pid] if isinstance(pid, int) else list(pid)
                 self.pid = [*padded, 0, 0, 0][:3]
@@ -87,10 +94,29 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
                 self.iteration = list(records[-1].iteration)
         return self
 
+    def show_finding(self, index: int, *, launch: int | None = None) -> TraceViewer:
+        """Take the view to a finding, as a click on it in the list does.
+
+        Args:
+            index: the finding's position in the launch's findings.
+            launch: the launch's position in the trace (default: the one shown).
+
+        Returns:
+            The viewer, for chaining in a notebook cell.
+
+        Raises:
+            IndexError: no such launch or finding.
+        """
+        at = Selection.at_finding(self.trace, self.launch if launch is None else launch, index)
+        with self.hold_sync():
+            for name, value in at.traits().items():
+                setattr(self, name, value)
+        return self
+
     @property
     def selection(self) -> Selection:
         """What the view points at now."""
-        return Selection(self.launch, tuple(self.pid), self.stmt, tuple(self.iteration))
+        return Selection(self.launch, tuple(self.pid), self.stmt, tuple(self.iteration), self.finding)
 
     def to_png(self) -> bytes:
         """The current view as a PNG (what notebooks without the widget's JavaScript show)."""

@@ -139,3 +139,39 @@ def test_quickstart_notebook_runs(run_notebook):
     executed = run_notebook(nb)
 
     assert not any(errors_of(cell) for cell in executed.cells if cell.cell_type == "code")
+
+
+def test_a_failing_cell_shows_the_viewer_at_the_failure_then_the_error(run_notebook):
+    nb = run_notebook(
+        notebook(
+            "%load_ext kernel_nb",
+            KERNELS,
+            "%%tkernel interpret\nunmasked_kernel[(4,)](x, out, BLOCK=256)",
+            "f = _tk[0].findings[0]\nprint(f.kind, f.pid, f.line, f.arg, f.iteration, out.any())",
+        ),
+        allow_errors=True,
+        store_widget_state=True,
+    )
+
+    _, _, failing, after = nb.cells
+    line = line_of(KERNELS, "x = tl.load(x_ptr + offsets)")
+    shown, error = failing.outputs
+    assert shown.output_type == "display_data" and error.output_type == "error"
+    assert error.ename == "KernelMemoryError"
+    assert error.traceback[0].startswith(f"KernelMemoryError: unmasked_kernel:{line} pid=(3,0,0): ")
+    assert error.traceback[-1] == (
+        "kernel_nb: the launch's recording is in _tk (its error is _tk[0].findings[0]); the viewer above "
+        "opens at the failure"
+    )
+    # the viewer's widget state, as the kernel sent it: open at the failing program and its error
+    model_id = shown.data[WIDGET]["model_id"]
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"][model_id]["state"]
+    assert (state["launch"], state["pid"], state["finding"]) == (0, [3, 0, 0], 0)
+    [finding, *_] = state["meta"]["launches"][0]["findings"]
+    assert (finding["kind"], finding["line"], finding["target"]) == (
+        "launch_error",
+        line,
+        {"pid": [3, 0, 0], "stmt": state["stmt"], "iteration": []},
+    )
+    assert state["meta"]["launches"][0]["statements"][state["stmt"]]["name"] == "offsets"
+    assert text_of(after) == f"launch_error (3, 0, 0) {line} x_ptr () False\n"

@@ -88,7 +88,8 @@ def test_each_viewer_is_in_the_html_with_its_state(demo, name):
     state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     for model_id, payload in zip(views, payloads):
         saved = state[model_id]["state"]
-        assert payload["state"] == {k: saved[k] for k in ("meta", "launch", "pid", "stmt", "iteration")}
+        keys = ("meta", "launch", "pid", "stmt", "iteration", "finding")
+        assert payload["state"] == {k: saved[k] for k in keys}
         assert any(
             key.startswith('{"launch":0,"pid":[0,0,0],"type":"program"}') for key in payload["replies"]
         )
@@ -121,28 +122,27 @@ def test_the_html_shows_the_viewers_offline(demo):
 
             page.route("**/*", block)
             page.goto(path.as_uri(), wait_until="load")
-            ready = (
-                f"[...document.querySelectorAll('{heat}')].map(c => c.dataset.state).join() === 'ready,ready'"
-            )
+            # the failing cell's viewer (open at the failure), then the two the notebook displays
+            ready = f"[...document.querySelectorAll('{heat}')].map(c => c.dataset.state).join() === 'ready,ready,ready'"
             page.wait_for_function(ready)
             mounted = page.eval_on_selector_all(".knb-offline", "els => els.map(e => e.dataset.state)")
             fallbacks = page.locator(".knb-offline-fallback").count()
-            first = page.locator(heat).first
-            before = first.evaluate("c => c.toDataURL()")
-            checksum = first.get_attribute("data-checksum")
-            page.locator('input[aria-label="pid x"]').first.evaluate(
+            # the notebook's own viewer of x (the failing cell's, at the mask, draws the same for every pid)
+            shown = page.locator(heat).nth(1)
+            before = shown.evaluate("c => c.toDataURL()")
+            checksum = shown.get_attribute("data-checksum")
+            page.locator('input[aria-label="pid x"]').nth(1).evaluate(
                 "s => { s.value = '3'; s.dispatchEvent(new Event('input', { bubbles: true })); }"
             )
+            second = f"document.querySelectorAll('{heat}')[1]"
             page.wait_for_function(
-                f"c => document.querySelector('{heat}').dataset.state === 'ready' "
-                f"&& document.querySelector('{heat}').dataset.checksum !== c",
-                arg=checksum,
+                f"c => {second}.dataset.state === 'ready' && {second}.dataset.checksum !== c", arg=checksum
             )
-            after = first.evaluate("c => c.toDataURL()")
+            after = shown.evaluate("c => c.toDataURL()")
             page.screenshot(path=str(artifacts / "demo-02-find-the-bug.png"), full_page=True)
         finally:
             browser.close()
-    assert mounted == ["mounted", "mounted"]
+    assert mounted == ["mounted", "mounted", "mounted"]
     assert fallbacks == 0
     assert after != before
     assert errors == []

@@ -27,6 +27,7 @@ def test_every_notebook_is_tested():
         "03-matmul-tiles.ipynb",
         "04-flash-attention.ipynb",
         "05-gpu-compare.ipynb",
+        "06-stride-bug.ipynb",
     ]
 
 
@@ -83,3 +84,33 @@ def test_gpu_compare_says_why_it_skips(run_notebook):
 
     assert text_of(cells[1]).startswith("skipped: no NVIDIA GPU on this machine: %%tkernel gpu and")
     assert text_of(cells[-1]) == text_of(cells[1])
+
+
+def test_stride_bug_opens_the_viewer_at_the_failure_and_ends_with_the_transpose(run_notebook):
+    nb = run_notebook("06-stride-bug.ipynb")
+    cells = [cell for cell in nb.cells if cell.cell_type == "code"]
+
+    [failing] = [cell for cell in cells if expects_error(cell)]
+    kernel = next(cell.source for cell in cells if cell.source.startswith("@triton.jit"))
+    line = 1 + next(i for i, text in enumerate(kernel.splitlines()) if "tile = tl.load" in text)
+    shown, error = failing.outputs
+    assert error.ename == "KernelMemoryError"
+    assert error.evalue.startswith(f"transpose_kernel:{line} pid=(0,0,0): tl.load of src_ptr reads ")
+    assert error.traceback[-1] == (
+        "kernel_nb: the launch's recording is in _tk (its error is _tk[0].findings[0]); the viewer above "
+        "opens at the failure"
+    )
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"][
+        shown.data[WIDGET]["model_id"]
+    ]["state"]
+    launch = state["meta"]["launches"][0]
+    assert (state["pid"], state["iteration"], state["finding"]) == ([0, 0, 0], [2], 0)
+    assert launch["statements"][state["stmt"]]["name"] == "src"
+    assert (launch["findings"][0]["line"], launch["findings"][0]["iteration"]) == (line, [2])
+    text = "".join(text_of(cell) for cell in cells)
+    assert f"launch_error in program (0, 0, 0) at line {line} in loop iteration (2,) of src_ptr" in text
+    assert "offsets along row 0:    [2048 2112 2176 2240] (a step of 64 = stride_sn)" in text
+    assert "offsets down column 0:  [2048 2049 2050 2051] (a step of 1 = stride_sm)" in text
+    assert "y untouched: True" in text
+    assert "offsets along row 0:    [32 33 34 35]" in text
+    assert "y == x.T; findings: []" in text

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, add_launch
+from failing import FAILING_LINE, failed_trace
 
 from kernel_nb.trace import Trace
 from kernel_nb.view import TraceViewer, dispatch
@@ -140,6 +141,7 @@ def test_the_fragment_inlines_everything_and_references_no_network(add_trace: Tr
         "pid": [4, 0, 0],
         "stmt": viewer.stmt,
         "iteration": viewer.iteration,
+        "finding": -1,
     }
     assert payload["missing"] == MISSING == "not in this offline export; open the notebook in Jupyter"
     assert len(payload["replies"]) == len(reply_table(viewer).replies)
@@ -265,5 +267,39 @@ def test_programs_left_out_of_the_page_say_so(tmp_path: Path, artifacts: Path):
     )
     assert label == "program (7, 0, 0): not in this offline export; open the notebook in Jupyter"
     assert memory == label
+    assert errors == []
+    assert refused == []
+
+
+@pytest.mark.browser
+def test_the_exported_page_opens_at_the_failure_and_its_findings_navigate(tmp_path: Path, artifacts: Path):
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (make chromium installs it)")
+    from playwright.sync_api import sync_playwright
+
+    chosen = "document.querySelector('.knb-finding.knb-chosen')?.dataset.index"
+    marked = "[...document.querySelectorAll('.knb-line.knb-error')].map((l) => l.dataset.line)"
+    path = tmp_path / "failed.html"
+    TraceViewer(failed_trace()).to_html(path)
+    with sync_playwright() as pw:
+        browser, page, errors, refused = open_offline(pw, path)
+        try:
+            page.wait_for_function(f"{READY} && {chosen} === '0'")
+            opened = (
+                page.locator(".knb-pidbox").input_value(),
+                page.evaluate(marked),
+                page.locator(".knb-label").inner_text(),
+            )
+            page.locator(".knb-finding").nth(1).click()
+            page.wait_for_function(
+                f"{READY} && {chosen} === '1' && document.querySelector('.knb-label').textContent.startsWith('x ')"
+            )
+            clicked = (page.locator(".knb-pidbox").input_value(), page.evaluate(marked))
+            page.screenshot(path=str(artifacts / "export-failed-launch.png"), full_page=True)
+        finally:
+            browser.close()
+    assert opened[:2] == ("1, 1, 0", [str(FAILING_LINE)])
+    assert opened[2].startswith("k (add_kernel:18) iteration (2,)")
+    assert clicked == ("3, 0, 0", ["15"])
     assert errors == []
     assert refused == []

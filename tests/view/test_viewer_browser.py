@@ -130,7 +130,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[[Trace, dict[str, Any]], str]]:
     def page_for(trace: Trace, table: dict[str, Any]) -> str:
         state = TraceViewer(trace).get_state()
         (tmp_path / "state.json").write_text(
-            json.dumps({k: state[k] for k in ("meta", "launch", "pid", "stmt", "iteration")})
+            json.dumps({k: state[k] for k in ("meta", "launch", "pid", "stmt", "iteration", "finding")})
         )
         (tmp_path / "payloads.json").write_text(json.dumps(table))
         return f"http://127.0.0.1:{server.server_address[1]}/index.html"
