@@ -37,6 +37,15 @@ def result_of(session: GpuSession, mode: str) -> Trace | GpuTrace:
     return session.gpu if mode == "gpu" else session.trace
 
 
+def print_reports(session: GpuSession) -> None:
+    """Per compared launch: its verdict, and where its chosen programs first diverge."""
+    for launch in session.trace:
+        if launch.comparison is not None:
+            print(launch.comparison.verdict())
+        if launch.divergence is not None:
+            print(launch.divergence.report())
+
+
 def show(session: GpuSession, mode: str) -> None:
     """Display a finished cell: the GPU launches, or per launch a verdict, the viewer and mismatch figures."""
     if mode == "gpu":
@@ -45,11 +54,7 @@ def show(session: GpuSession, mode: str) -> None:
     from kernel_nb.view import TraceViewer
     from kernel_nb.view.compare import comparison_png
 
-    for launch in session.trace:
-        if launch.comparison is not None:
-            print(launch.comparison.verdict())
-        if launch.divergence is not None:
-            print(launch.divergence.report())
+    print_reports(session)
     display(TraceViewer(session.trace))
     for launch in session.trace:
         if launch.comparison is not None and not launch.comparison.ok:

@@ -117,7 +117,9 @@ class TKernelMagics(Magics):
                 shell, gpu_session, cell, progress, lambda: gpu_modes.result_of(gpu_session, mode), args.name
             )
         except KernelError as error:
-            if mode == "interpret":  # interpret --ir: the interpreted launch failed
+            if mode in ("interpret", "compare"):  # interpret --ir, compare: the interpreted launch failed
+                if mode == "compare" and not quiet:
+                    gpu_modes.print_reports(gpu_session)  # what the GPU made of the failed launch
                 _show_failure(error, gpu_session.trace, args.name, quiet=quiet)
             raise
         if not quiet:

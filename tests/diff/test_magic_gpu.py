@@ -142,3 +142,21 @@ def test_line_magic_refuses_a_bad_gpu_default(ip):
     result = ip.run_cell("%tkernel --atol -1")
     assert isinstance(result.error_in_exec, UsageError)
     assert str(result.error_in_exec) == "atol must be a finite number >= 0, got -1.0"
+
+
+def test_a_compare_cell_whose_interpreter_fails_shows_the_gpu_side_the_viewer_and_the_error(
+    ip, fake_gpu, capsys
+):
+    shown = []
+    ip.display_pub.publish = lambda data, metadata=None, **kw: shown.append(data)
+    result = ip.run_cell(
+        "%%tkernel compare\nadd_kernel[(4,)](x, y, out, 1100, BLOCK=256)"
+    )  # n past the arrays
+    assert type(result.error_in_exec).__name__ == "KernelMemoryError"
+    out = capsys.readouterr().out
+    assert out.startswith("#0 add_kernel: the interpreter failed (add_kernel:")
+    assert out.splitlines()[0].endswith("; the GPU ran it and wrote out_ptr")
+    launch = ip.user_ns["_tk"][0]
+    assert launch.status == "error" and launch.findings[0].kind == "launch_error"
+    assert (ip.user_ns["out"] == 0).all()  # the failed launch leaves the arrays as they were
+    assert any("application/vnd.jupyter.widget-view+json" in data for data in shown)
