@@ -7,7 +7,7 @@ outputs and widget state (the viewers are live again when it is opened in Jupyte
 as standalone HTML that loads nothing from the network, in which every viewer stays interactive:
 its state and the replies a reader's clicks ask for are embedded (`kernel_nb.view.export`), and its
 static PNG shows until the script has drawn it. Then the traces' summaries are printed (one row per
-launch, then failed launches' errors and the findings), and at the end every finding of every notebook.
+launch, then its findings, a failed launch's error first), and at the end every finding of every notebook.
 
 Finding the viewer of each widget output: before the first cell, the kernel silently runs
 `_SETUP_CODE` (no cell, no execution count), which registers an IPython display printer for
@@ -46,10 +46,7 @@ for _name, _value in _traces:
         continue
     _seen.add(id(_value))
     print(f"== {_name}")
-    print(_value.summary())
-    for _launch in _value:
-        if _launch.error:
-            print(f"  [{_launch.status}] {_launch.error}")
+    print(_value.summary())  # a failed launch's error is its first finding
 """
 
 # Run silently before the first cell: notes every TraceViewer displayed, by its widget model id.

@@ -50,10 +50,11 @@ def test_demo_prints_the_summaries_and_the_findings(demo):
     assert re.search(r"^ 0  softmax_kernel +6x1x1 .*\(error\)$", stdout, re.MULTILINE)
     findings = stdout[stdout.index("Findings and launch errors") :]
     assert (
-        "02-find-the-bug: [error] softmax_kernel:6 pid=(5,0,0): tl.load of x_ptr reads x_ptr[6, 0:28] but "
+        "02-find-the-bug: [error] KernelMemoryError: softmax_kernel:6 pid=(5,0,0): tl.load of x_ptr reads x_ptr[6, 0:28] but "
         "x_ptr has shape (6, 100) (28 of 128 active lanes out of bounds: lanes[100:128]); the mask lets "
         "these lanes through; check the mask's bound" in findings
     )
+    assert findings.count("softmax_kernel:6 pid=(5,0,0)") == 1  # the error once, as the launch's first finding
 
 
 @pytest.mark.parametrize("name", NAMES)
