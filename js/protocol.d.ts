@@ -203,6 +203,7 @@ export interface FootprintRequest {
   launch: number;
   pid: number[];
   arg: string;
+  iteration?: number[];
 }
 
 export interface BufferRequest {
@@ -303,6 +304,7 @@ export interface MapReply {
   counts: number[];
   oob: number[][];
   note: string;
+  window: number[];
 }
 
 export interface CompareReply {
