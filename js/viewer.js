@@ -614,19 +614,20 @@ class MemoryPane {
       this.shown.forEach((got, host) => this.draw(host, ...got));
     });
     this.accesses = h("div", { class: "knb-accesses" });
-    this.el = h("div", { class: "knb-memory" }, [
-      ...(cards.length ? [h("label", { class: "knb-dim" }, ["map zoom ", zoom])] : []), ...cards, this.accesses,
-    ]);
+    /** @type {HTMLElement[]} */
+    this.parts = [...(cards.length ? [h("label", { class: "knb-dim" }, ["map zoom ", zoom])] : []), ...cards, this.accesses];
+    this.el = h("div", { class: "knb-memory" }, this.parts);
   }
 
-  /** @param {string} message */
+  /** A program that could not be fetched: only the message stays (the cards come back with the next program). @param {string} message */
   fail(message) {
     for (const card of this.cards) card.mine.replaceChildren();
-    this.accesses.replaceChildren(errorText(message));
+    this.el.replaceChildren(errorText(message));
   }
 
   /** This program's memory accesses and output. @param {ProgramReply} program */
   show(program) {
+    if (this.el.firstChild !== this.parts[0]) this.el.replaceChildren(...this.parts);
     const events = program.events.map((e) => h("tr", { onclick: () => this.onEvent(e.index, "values") }, [
       h("td", { text: e.kind }), h("td", { text: e.arg ?? "—" }), h("td", { class: "knb-num", text: String(e.line) }),
       h("td", { class: "knb-num", text: `${e.active}/${e.lanes}` }), h("td", { class: "knb-num", text: e.active ? `[${e.lo}, ${e.hi})` : "—" }),
