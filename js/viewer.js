@@ -458,6 +458,8 @@ class ValuePane {
     this.scalar = h("div", { class: "knb-scalar knb-num", "data-role": "scalar" });
     /** @type {{reply: ValueReply, data: Float32Array|Float64Array, mask: Uint8Array|null}|null} */
     this.drawn = null;
+    /** @type {{args: [ValueReply, ArrayBuffer[]], width: number}|null} what was drawn last, at which pane width */
+    this.last = null;
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => { this.readout.textContent = "hover a cell"; });
     const swatch = (/** @type {RGB} */ rgb, /** @type {string} */ label) =>
@@ -466,6 +468,10 @@ class ValuePane {
       h("div", { class: "knb-cbar" }, [this.cbLo, this.colorbar, this.cbHi,
         swatch(palette.nan, "NaN"), swatch(palette.posinf, "+Inf"), swatch(palette.neginf, "−Inf"), swatch(palette.masked, "masked")]),
       h("div", { class: "knb-statrow" }, [this.stats, this.hist]), this.note]);
+    // The heatmap is drawn for the pane's width: a pane that grows by much (a side panel closed) draws it again.
+    new ResizeObserver(() => {
+      if (this.last && this.el.dataset.kind === "array" && Math.abs(this.el.clientWidth - this.last.width) > 32) this.draw(...this.last.args);
+    }).observe(this.el);
   }
 
   loading() {
@@ -483,6 +489,7 @@ class ValuePane {
     // The colour bar, histogram and readout belong to the value that was drawn: hidden with it (viewer.css).
     this.el.dataset.kind = "empty";
     this.drawn = null;
+    this.last = null;
     clearCanvas(this.hist);
     this.readout.textContent = "hover a cell";
   }
@@ -505,6 +512,7 @@ class ValuePane {
     sizeCanvas(canvas, rows * sr, cols * sc, Math.max(MIN_CELL * 16, Math.min(MAX_WIDTH, this.el.clientWidth || MAX_WIDTH)));
     blit(canvas, heatImage(data, mask, rows, cols, lo, hi, canvas.width, canvas.height, this.palette));
     this.drawn = { reply, data, mask };
+    this.last = { args: [reply, buffers], width: this.el.clientWidth };
     let sum = 0;
     for (const v of data) if (Number.isFinite(v)) sum += v;
     canvas.dataset.checksum = sum.toPrecision(8);
