@@ -211,6 +211,7 @@ export interface FootprintRequest {
   launch: number;
   pid: number[];
   arg: string;
+  iteration?: number[];
 }
 
 export interface BufferRequest {
@@ -312,6 +313,7 @@ export interface MapReply {
   counts: number[];
   oob: number[][];
   note: string;
+  window: number[];
 }
 
 export interface CompareReply {

@@ -49,6 +49,10 @@ const MAX_WIDTH = 640;
 const MAX_HEIGHT = 420;
 // Two access maps (this program, all programs) sit side by side.
 const MAP_WIDTH = 400;
+// An access map is at most this tall (at zoom ×1), so many buffers do not make the viewer a long scroll.
+const MAP_HEIGHT = 180;
+// The thinnest cell drawn where the buffer still fits (a 6-row buffer keeps rows one can point at).
+const MIN_CELL = 6;
 // Three comparison maps (CPU, GPU, |diff|) sit side by side.
 const COMPARE_WIDTH = 300;
 /** Mismatch codes of a CompareReply (kernel_nb/view/compare.py). */
@@ -121,20 +125,19 @@ function indexText(offset, shape) {
 }
 
 /**
- * Size a visible canvas for a rows×cols view: square cells while they fit, a fixed-height strip for one row.
+ * Size a visible canvas for a rows×cols layout (the data's own, before any reduction): square cells,
+ * so the drawing has the data's aspect ratio, within maxWidth×maxHeight; an axis whose cells would be
+ * thinner than MIN_CELL gets MIN_CELL per cell where that still fits; one row is a fixed-height strip.
  * @param {HTMLCanvasElement} canvas @param {number} rows @param {number} cols
- * @param {number} [maxWidth] @param {number} [stripHeight]
+ * @param {number} [maxWidth] @param {number} [stripHeight] @param {number} [maxHeight]
  */
-function sizeCanvas(canvas, rows, cols, maxWidth = MAX_WIDTH, stripHeight = 28) {
-  const cell = Math.max(1, Math.min(32, Math.floor(maxWidth / cols)));
-  let width = Math.min(maxWidth, cols * cell);
-  let height = rows === 1 ? stripHeight : (rows * width) / cols;
-  if (height > MAX_HEIGHT) {
-    // Too tall: narrow the canvas to keep cells square, but not below a width one can still point at.
-    width = Math.max(Math.min(width, 96), (width * MAX_HEIGHT) / height);
-    height = MAX_HEIGHT;
-  }
-  canvas.width = Math.round(width);
+function sizeCanvas(canvas, rows, cols, maxWidth = MAX_WIDTH, stripHeight = 28, maxHeight = MAX_HEIGHT) {
+  const cell = Math.min(32, maxWidth / cols, maxHeight / rows);
+  let width = cols * cell;
+  let height = rows === 1 ? stripHeight : rows * cell;
+  if (width < cols * MIN_CELL && cols * MIN_CELL <= maxWidth) width = cols * MIN_CELL;
+  if (rows > 1 && height < rows * MIN_CELL && rows * MIN_CELL <= maxHeight) height = rows * MIN_CELL;
+  canvas.width = Math.max(Math.min(8, cols * 32), Math.round(width));
   canvas.height = Math.max(8, Math.round(height));
 }
 
@@ -148,44 +151,51 @@ function cellAt(e, canvas, rows, cols) {
   return [Math.max(0, Math.min(rows - 1, r)), Math.max(0, Math.min(cols - 1, c))];
 }
 
+/** Block boundaries when n cells are drawn on m ≤ n pixels: pixel i covers cells [b[i], b[i + 1]). @param {number} n @param {number} m */
+function spans(n, m) {
+  const b = new Int32Array(m + 1);
+  for (let i = 0; i <= m; i++) b[i] = Math.floor((i * n) / m);
+  return b;
+}
+
 /**
  * An image of a rows×cols grid at most `width`×`height` pixels large: when cells outnumber pixels,
- * one pixel covers a block of cells, and `pixel` gives its RGBA from every cell index of the block.
+ * one pixel covers a block of cells [r0, r1)×[c0, c1), and `pixel` writes its RGBA at `out[at..at+3]`.
+ * Plain loops, no closure per pixel: a map of a million cells is drawn on every pid change.
  * @param {number} rows @param {number} cols @param {number} width @param {number} height
- * @param {(cells: (visit: (r: number, c: number) => void) => void) => number[]} pixel
+ * @param {(out: Uint8ClampedArray, at: number, r0: number, r1: number, c0: number, c1: number) => void} pixel
  */
 function blockImage(rows, cols, width, height, pixel) {
-  const w = Math.min(cols, width);
-  const ht = Math.min(rows, height);
+  const w = Math.max(1, Math.min(cols, width));
+  const ht = Math.max(1, Math.min(rows, height));
   const image = new ImageData(w, ht);
+  const ys = spans(rows, ht), xs = spans(cols, w);
   for (let y = 0; y < ht; y++) {
-    const r0 = Math.floor((y * rows) / ht);
-    const r1 = Math.max(r0 + 1, Math.floor(((y + 1) * rows) / ht));
-    for (let x = 0; x < w; x++) {
-      const c0 = Math.floor((x * cols) / w);
-      const c1 = Math.max(c0 + 1, Math.floor(((x + 1) * cols) / w));
-      const cells = (/** @type {(r: number, c: number) => void} */ visit) => {
-        for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) visit(r, c);
-      };
-      image.data.set(pixel(cells), 4 * (y * w + x));
-    }
+    for (let x = 0; x < w; x++) pixel(image.data, 4 * (y * w + x), ys[y], ys[y + 1], xs[x], xs[x + 1]);
   }
   return image;
 }
 
 /**
  * Colour an access map; a pixel covering several elements shows the largest code among them
- * (codes are ordered so that the most notable state is the largest).
- * @param {Uint8Array} codes @param {number} rows @param {number} cols @param {number[][]} colours
+ * (codes are ordered so that the most notable state is the largest). `codes` holds the view rows
+ * [first, last) only (MapReply.window); the other rows are untouched (code 0).
+ * @param {Uint8Array} codes @param {number[]} window @param {number} rows @param {number} cols @param {number[][]} colours
  * @param {number} width @param {number} height @param {(r: number, c: number) => boolean} inside
  */
-function mapImage(codes, rows, cols, colours, width, height, inside) {
-  return blockImage(rows, cols, width, height, (cells) => {
+function mapImage(codes, window, rows, cols, colours, width, height, inside) {
+  const [first, last] = window;
+  return blockImage(rows, cols, width, height, (out, at, r0, r1, c0, c1) => {
+    // A block of rows the codes do not cover, all inside the buffer (offsets grow along rows and columns):
+    // untouched, without visiting its cells; most of a large buffer is that for one program's footprint.
+    if ((r1 <= first || r0 >= last) && inside(r1 - 1, c1 - 1)) return void out.set(colours[0], at);
     let code = -1;
-    cells((r, c) => {
-      if (inside(r, c)) code = Math.max(code, codes[r * cols + c]);
-    });
-    return code < 0 ? [0, 0, 0, 0] : colours[code];
+    for (let r = r0; r < r1; r++) {
+      const held = r >= first && r < last;
+      const base = (r - first) * cols;
+      for (let c = c0; c < c1; c++) if (inside(r, c)) code = Math.max(code, held ? codes[base + c] : 0);
+    }
+    out.set(code < 0 ? [0, 0, 0, 0] : colours[code], at);
   });
 }
 
@@ -197,20 +207,22 @@ function mapImage(codes, rows, cols, colours, width, height, inside) {
  */
 function heatImage(data, mask, rows, cols, lo, hi, width, height, palette) {
   const span = hi > lo ? hi - lo : 1;
-  return blockImage(rows, cols, width, height, (cells) => {
+  return blockImage(rows, cols, width, height, (out, at, r0, r1, c0, c1) => {
     let nan = false, pinf = false, ninf = false, sum = 0, n = 0;
-    cells((r, c) => {
-      const i = r * cols + c;
-      if (mask && !mask[i]) return;
-      const v = data[i];
-      if (Number.isNaN(v)) nan = true;
-      else if (v === Infinity) pinf = true;
-      else if (v === -Infinity) ninf = true;
-      else { sum += v; n++; }
-    });
+    for (let r = r0; r < r1; r++) {
+      for (let c = c0; c < c1; c++) {
+        const i = r * cols + c;
+        if (mask && !mask[i]) continue;
+        const v = data[i];
+        if (Number.isNaN(v)) nan = true;
+        else if (v === Infinity) pinf = true;
+        else if (v === -Infinity) ninf = true;
+        else { sum += v; n++; }
+      }
+    }
     const rgb = nan ? palette.nan : pinf ? palette.posinf : ninf ? palette.neginf : n === 0 ? palette.masked
       : palette.lut[Math.max(0, Math.min(255, Math.round(((sum / n - lo) / span) * 255)))];
-    return [rgb[0], rgb[1], rgb[2], 255];
+    out[at] = rgb[0]; out[at + 1] = rgb[1]; out[at + 2] = rgb[2]; out[at + 3] = 255;
   });
 }
 
@@ -348,6 +360,18 @@ class HeaderPane {
   }
 }
 
+/**
+ * Scroll the line's own box (its <pre>, positioned) so that the line is in view. Element.scrollIntoView
+ * would scroll the notebook as well, taking the user away from the cell they are in.
+ * @param {HTMLElement} line
+ */
+function scrollWithin(line) {
+  const box = line.parentElement;
+  if (!box) return;
+  const top = line.offsetTop, bottom = top + line.offsetHeight;
+  if (top < box.scrollTop || bottom > box.scrollTop + box.clientHeight) box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+}
+
 /** The kernel's source with its recorded lines, the statement list and the loop-iteration slider. */
 class SourcePane {
   /**
@@ -391,7 +415,9 @@ class SourcePane {
     const lineOf = (s) => (s ? this.lineEls.get(`${s.file}:${s.line}`) : undefined);
     for (const s of this.launch.statements) lineOf(s)?.classList.toggle("knb-has", recorded.has(s.id));
     this.lineEls.forEach((line) => line.classList.remove("knb-selected"));
-    lineOf(this.launch.statements[stmt])?.classList.add("knb-selected");
+    const selected = lineOf(this.launch.statements[stmt]);
+    selected?.classList.add("knb-selected");
+    if (selected) scrollWithin(selected);
     this.stmtList.value = String(stmt);
   }
 
@@ -429,16 +455,23 @@ class ValuePane {
     this.stats = h("table", { class: "knb-stats" });
     this.hist = h("canvas", { class: "knb-hist", width: 192, height: 48 });
     this.note = h("div", { class: "knb-note" });
+    this.scalar = h("div", { class: "knb-scalar knb-num", "data-role": "scalar" });
     /** @type {{reply: ValueReply, data: Float32Array|Float64Array, mask: Uint8Array|null}|null} */
     this.drawn = null;
+    /** @type {{args: [ValueReply, ArrayBuffer[]], width: number}|null} what was drawn last, at which pane width */
+    this.last = null;
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => { this.readout.textContent = "hover a cell"; });
     const swatch = (/** @type {RGB} */ rgb, /** @type {string} */ label) =>
       h("span", { class: "knb-swatch" }, [h("i", { style: `background: rgb(${rgb.join(",")})` }), label]);
-    this.el = h("div", { class: "knb-value" }, [this.label, this.axisRow, h("div", { class: "knb-canvas-wrap" }, [this.canvas]), this.readout,
+    this.el = h("div", { class: "knb-value", "data-kind": "empty" }, [this.label, this.axisRow, this.scalar, h("div", { class: "knb-canvas-wrap" }, [this.canvas]), this.readout,
       h("div", { class: "knb-cbar" }, [this.cbLo, this.colorbar, this.cbHi,
         swatch(palette.nan, "NaN"), swatch(palette.posinf, "+Inf"), swatch(palette.neginf, "−Inf"), swatch(palette.masked, "masked")]),
       h("div", { class: "knb-statrow" }, [this.stats, this.hist]), this.note]);
+    // The heatmap is drawn for the pane's width: a pane that grows by much (a side panel closed) draws it again.
+    new ResizeObserver(() => {
+      if (this.last && this.el.dataset.kind === "array" && Math.abs(this.el.clientWidth - this.last.width) > 32) this.draw(...this.last.args);
+    }).observe(this.el);
   }
 
   loading() {
@@ -452,14 +485,19 @@ class ValuePane {
     this.canvas.dataset.state = error ? "error" : "empty";
     this.label.textContent = message;
     this.label.classList.toggle("knb-error", error);
-    for (const n of [this.axisRow, this.stats, this.note]) n.replaceChildren();
+    for (const n of [this.axisRow, this.stats, this.note, this.scalar]) n.replaceChildren();
+    // The colour bar, histogram and readout belong to the value that was drawn: hidden with it (viewer.css).
+    this.el.dataset.kind = "empty";
+    this.drawn = null;
+    this.last = null;
+    clearCanvas(this.hist);
+    this.readout.textContent = "hover a cell";
   }
 
   /** A program that could not be fetched: nothing of the previous program may stay on screen. @param {string} message */
   fail(message) {
     this.clear(message, true);
     clearCanvas(this.colorbar);
-    clearCanvas(this.hist);
   }
 
   /** @param {ValueReply} reply @param {ArrayBuffer[]} buffers */
@@ -470,9 +508,11 @@ class ValuePane {
     const lo = reply.summary.min ?? 0;
     const hi = reply.summary.max ?? lo;
     const canvas = this.canvas;
-    sizeCanvas(canvas, rows, cols);
+    const [sr, sc] = reply.step;
+    sizeCanvas(canvas, rows * sr, cols * sc, Math.max(MIN_CELL * 16, Math.min(MAX_WIDTH, this.el.clientWidth || MAX_WIDTH)));
     blit(canvas, heatImage(data, mask, rows, cols, lo, hi, canvas.width, canvas.height, this.palette));
     this.drawn = { reply, data, mask };
+    this.last = { args: [reply, buffers], width: this.el.clientWidth };
     let sum = 0;
     for (const v of data) if (Number.isFinite(v)) sum += v;
     canvas.dataset.checksum = sum.toPrecision(8);
@@ -480,6 +520,8 @@ class ValuePane {
     canvas.dataset.state = "ready";
     this.label.textContent = `${reply.label} — ${reply.dtype}[${reply.shape.join(", ")}]`;
     this.label.classList.remove("knb-error");
+    this.el.dataset.kind = reply.shape.length ? "array" : "scalar";
+    this.scalar.textContent = reply.shape.length ? "" : `${fmt(data[0])}${mask && !mask[0] ? " (masked)" : ""}`;
     this.axes(reply);
     const image = new ImageData(256, 1);
     this.palette.lut.forEach((rgb, i) => image.data.set([...rgb, 255], 4 * i));
@@ -549,44 +591,78 @@ class ValuePane {
 class MemoryPane {
   /**
    * @param {Channel} channel @param {Map<string, [MapReply, ArrayBuffer[]]>} bufferMaps all-program maps, kept across launches
-   * @param {(index: number, field: "values"|"indices") => void} onEvent
+   * @param {(index: number, field: "values"|"indices") => void} onEvent @param {LaunchMeta} launch
    */
-  constructor(channel, bufferMaps, onEvent) {
+  constructor(channel, bufferMaps, onEvent, launch) {
     this.channel = channel;
     this.bufferMaps = bufferMaps;
     this.onEvent = onEvent;
-    this.el = h("div", { class: "knb-memory" });
-  }
-
-  /** @param {string} message */
-  fail(message) {
-    this.el.replaceChildren(errorText(message));
-  }
-
-  /** @param {LaunchMeta} launch @param {number[]} pid @param {ProgramReply} program */
-  show(launch, pid, program) {
+    this.zoom = 1;
+    /** @type {Map<HTMLElement, [MapReply, ArrayBuffer[]]>} what each map host shows, redrawn on zoom */
+    this.shown = new Map();
+    /** @type {{arg: string, mine: HTMLElement, title: HTMLElement}[]} */
+    this.cards = [];
+    // The cards and the all-programs maps are built once per launch: a pid change redraws only this program's maps.
     const cards = launch.buffers.map((b) => {
       const mine = h("div", { class: "knb-map" });
       const all = h("div", { class: "knb-map" });
+      const title = h("div", { class: "knb-dim", text: "this program" });
       const facts = [`${b.size} elements`, b.written ? `${b.never_written} never written` : "read only",
         `${b.written_more_than_once} written by several programs`, `${b.oob} out-of-bounds attempts`];
-      this.load(mine, `footprint:${b.arg}`, { type: "footprint", launch: launch.index, pid, arg: b.arg });
       this.loadBuffer(all, launch, b.arg);
+      this.cards.push({ arg: b.arg, mine, title });
       return h("div", { class: "knb-buffer", "data-arg": b.arg }, [
         h("div", { class: "knb-fn" }, [h("b", { text: b.arg }), h("span", { class: "knb-dim", text: ` · shape (${b.shape.join(", ")}) · ${facts.join(" · ")}` })]),
-        h("div", { class: "knb-maps" }, [h("div", {}, [h("div", { class: "knb-dim", text: "this program" }), mine]), h("div", {}, [h("div", { class: "knb-dim", text: "all programs" }), all])]),
+        h("div", { class: "knb-maps" }, [h("div", {}, [title, mine]), h("div", {}, [h("div", { class: "knb-dim", text: "all programs" }), all])]),
       ]);
     });
+    const zoom = h("select", { "aria-label": "map zoom", "data-role": "map-zoom" }, [1, 2, 4, 8].map((z) => h("option", { value: z, text: `×${z}` })));
+    zoom.addEventListener("change", () => {
+      this.zoom = Number(zoom.value);
+      this.shown.forEach((got, host) => this.draw(host, ...got));
+    });
+    this.accesses = h("div", { class: "knb-accesses" });
+    /** @type {HTMLElement[]} */
+    this.parts = [...(cards.length ? [h("label", { class: "knb-dim" }, ["map zoom ", zoom])] : []), ...cards, this.accesses];
+    this.el = h("div", { class: "knb-memory" }, this.parts);
+  }
+
+  /** A program that could not be fetched: only the message stays (the cards come back with the next program). @param {string} message */
+  fail(message) {
+    for (const card of this.cards) card.mine.replaceChildren();
+    this.el.replaceChildren(errorText(message));
+  }
+
+  /** This program's memory accesses and output. @param {ProgramReply} program */
+  show(program) {
+    if (this.el.firstChild !== this.parts[0]) this.el.replaceChildren(...this.parts);
     const events = program.events.map((e) => h("tr", { onclick: () => this.onEvent(e.index, "values") }, [
       h("td", { text: e.kind }), h("td", { text: e.arg ?? "—" }), h("td", { class: "knb-num", text: String(e.line) }),
       h("td", { class: "knb-num", text: `${e.active}/${e.lanes}` }), h("td", { class: "knb-num", text: e.active ? e.elements : "—" }),
       h("td", {}, [h("a", { href: "#", onclick: (/** @type {Event} */ ev) => { ev.preventDefault(); ev.stopPropagation(); this.onEvent(e.index, "indices"); }, text: "offsets" })]),
     ]));
-    const table = events.length ? h("table", { class: "knb-events" }, [
+    const table = events.length ? h("div", { class: "knb-scroll-x" }, [h("table", { class: "knb-events" }, [
       h("tr", {}, ["access", "argument", "line", "active lanes", "elements", ""].map((t) => h("th", { text: t }))), ...events,
-    ]) : h("p", { class: "knb-dim", text: "This program made no memory accesses." });
+    ])]) : h("p", { class: "knb-dim", text: "This program made no memory accesses." });
     const stdout = program.stdout ? [h("details", {}, [h("summary", { text: "program output" }), h("pre", { text: program.stdout })])] : [];
-    this.el.replaceChildren(...cards, h("div", { class: "knb-dim", text: "Memory accesses of this program (click: show the lanes)" }), table, ...stdout);
+    this.accesses.replaceChildren(h("div", { class: "knb-dim", text: "Memory accesses of this program (click: show the lanes)" }), table, ...stdout);
+  }
+
+  /**
+   * This program's footprint in every buffer: all its accesses, or those of one loop iteration.
+   * @param {LaunchMeta} launch @param {number[]} pid @param {number[]} iteration
+   */
+  async footprints(launch, pid, iteration) {
+    await Promise.all(this.cards.map(async ({ arg, mine, title }) => {
+      /** @type {Extract<RequestBody, {type: "footprint"}>} */
+      const body = { type: "footprint", launch: launch.index, pid, arg };
+      let got = iteration.length ? await this.load(mine, `footprint:${arg}`, { ...body, iteration }, true) : null;
+      if (iteration.length && !got && mine.dataset.state === "superseded") return;
+      // A page without per-iteration footprints (an offline export) shows the whole program's.
+      if (!got) got = await this.load(mine, `footprint:${arg}`, body);
+      const per = got && iteration.length && mine.dataset.iteration === iteration.join(",");
+      title.textContent = per ? `this program, iteration (${iteration.join(", ")})` : "this program";
+    }));
   }
 
   /** @param {HTMLElement} host @param {LaunchMeta} launch @param {string} arg */
@@ -600,44 +676,55 @@ class MemoryPane {
 
   /**
    * @param {HTMLElement} host @param {string} channel @param {Extract<RequestBody, {type: "footprint"|"buffer"}>} body
+   * @param {boolean} [quiet] leave an error for the caller to handle (host.dataset.state says so)
    * @returns {Promise<[MapReply, ArrayBuffer[]]|null>}
    */
-  async load(host, channel, body) {
+  async load(host, channel, body, quiet = false) {
     const got = await this.channel.request(channel, body);
-    if (!got) return null;
+    if (!got) {
+      host.dataset.state = "superseded";
+      return null;
+    }
     const [reply, buffers] = got;
     if (reply.type === "error") {
-      host.replaceChildren(errorText(reply.message));
+      host.dataset.state = "error";
+      if (!quiet) host.replaceChildren(errorText(reply.message));
       return null;
     }
     const map = /** @type {MapReply} */ (reply);
     this.draw(host, map, buffers);
+    host.dataset.state = "ready";
+    host.dataset.iteration = body.type === "footprint" ? (body.iteration || []).join(",") : "";
     return [map, buffers];
   }
 
   /** @param {HTMLElement} host @param {MapReply} reply @param {ArrayBuffer[]} buffers */
   draw(host, reply, buffers) {
+    this.shown.set(host, [reply, buffers]);
     const codes = new Uint8Array(buffers[0]);
     const [rows, cols] = reply.view_shape;
     const colours = MAP_RGBA[reply.type];
     const [sr, sc] = reply.step;
+    const window = reply.window || [0, rows];
     const canvas = h("canvas", { class: "knb-mapcanvas", "data-role": reply.type });
-    sizeCanvas(canvas, rows, cols, MAP_WIDTH, 16);
-    if (rows > 1) canvas.height = Math.max(canvas.height, Math.min(rows * 3, 120));
-    blit(canvas, mapImage(codes, rows, cols, colours, canvas.width, canvas.height,
+    // The canvas has the buffer's aspect ratio (its layout before reduction), at most MAP_HEIGHT tall at zoom ×1.
+    sizeCanvas(canvas, reply.grid[0], reply.grid[1], MAP_WIDTH * this.zoom, 16, MAP_HEIGHT * this.zoom);
+    if (this.zoom > 1) canvas.style.maxWidth = "none"; // zoomed: the box scrolls instead of shrinking it
+    blit(canvas, mapImage(codes, window, rows, cols, colours, canvas.width, canvas.height,
       (r, c) => r * sr * reply.grid[1] + c * sc < reply.size));
     const readout = h("div", { class: "knb-readout knb-dim", text: " " });
     canvas.addEventListener("mousemove", (e) => {
       const [r, c] = cellAt(e, canvas, rows, cols);
       const offset = r * sr * reply.grid[1] + c * sc;
       if (offset >= reply.size) return void (readout.textContent = " ");
-      readout.textContent = `${reply.arg}${indexText(offset, reply.shape)}${sr * sc > 1 ? " (block)" : ""}: ${reply.legend[codes[r * cols + c]]}`;
+      const code = r >= window[0] && r < window[1] ? codes[(r - window[0]) * cols + c] : 0;
+      readout.textContent = `${reply.arg}${indexText(offset, reply.shape)}${sr * sc > 1 ? " (block)" : ""}: ${reply.legend[code]}`;
     });
     const legend = h("div", { class: "knb-legend" }, reply.legend.map((name, i) => reply.counts[i] || i === 0 ? h("span", { class: "knb-swatch" }, [
       h("i", { style: `background: rgba(${colours[i].slice(0, 3).join(",")},${colours[i][3] / 255})` }), `${name} ${reply.counts[i]}`,
     ]) : ""));
     const oob = reply.oob.length ? h("div", { class: "knb-error", text: `out of bounds: ${reply.oob.map(([x, y, z, line, first]) => `pid (${x}, ${y}, ${z}) line ${line} element ${first}`).join("; ")}` }) : "";
-    host.replaceChildren(canvas, readout, legend, oob, reply.note ? h("div", { class: "knb-note", text: reply.note }) : "");
+    host.replaceChildren(h("div", { class: "knb-mapscroll" }, [canvas]), readout, legend, oob, reply.note ? h("div", { class: "knb-note", text: reply.note }) : "");
   }
 }
 
@@ -799,7 +886,7 @@ class ComparisonPane {
     const [sr, sc] = r.step;
     const panel = (/** @type {string} */ name, /** @type {Float32Array} */ data, /** @type {Uint8Array} */ mask, /** @type {number} */ lo, /** @type {number} */ hi) => {
       const canvas = h("canvas", { class: "knb-heat", "data-role": `compare-${name}` });
-      sizeCanvas(canvas, rows, cols, COMPARE_WIDTH);
+      sizeCanvas(canvas, r.grid[0], r.grid[1], COMPARE_WIDTH);
       blit(canvas, heatImage(data, mask, rows, cols, lo, hi, canvas.width, canvas.height, this.palette));
       canvas.addEventListener("mousemove", (e) => {
         const [y, x] = cellAt(e, canvas, rows, cols);
@@ -889,7 +976,11 @@ class Viewer {
     /** @type {Map<string, [MapReply, ArrayBuffer[]]>} */
     this.bufferMaps = new Map();
     this.loadedKey = "";
+    this.footprintKey = "";
     this.scheduled = false;
+    // One refresh at a time; changes meanwhile (a pid slider dragged) are drawn once it ends, for the latest selection only.
+    this.busy = false;
+    this.dirty = false;
     /** @type {Panes|null} */
     this.panes = null;
     /** @type {number|undefined} */
@@ -945,7 +1036,7 @@ class Viewer {
     const header = new HeaderPane(launches, launch, commit, () => this.model.get("pid"));
     const source = new SourcePane(launch, (stmt) => this.selectStatement(stmt), (stmts) => this.selectStatement(this.pickAtLine(stmts)));
     const value = new ValuePane(palette, (change) => this.retarget(change));
-    const memory = new MemoryPane(this.channel, this.bufferMaps, (index, field) => this.showEvent(index, field));
+    const memory = new MemoryPane(this.channel, this.bufferMaps, (index, field) => this.showEvent(index, field), launch);
     this.panes = { header, source, value, memory };
     this.root.append(
       header.header,
@@ -953,10 +1044,12 @@ class Viewer {
       h("div", { class: "knb-main" }, [source.el, value.el]),
       h("section", {}, [h("h4", { text: "Memory" }), memory.el]),
       findingsSection(launch, (f, index) => this.jumpTo(f, index)),
-      new ComparisonPane(this.channel, palette, launch, commit).el,
     );
+    if (launch.comparison) this.root.append(new ComparisonPane(this.channel, palette, launch, commit).el);
     if (launch.artifacts) this.root.append(new ArtifactsPane(this.channel, launch, launch.artifacts).el);
     this.builtFor = launch.index;
+    this.loadedKey = "";
+    this.footprintKey = "";
   }
 
   /** Among statements on one line, prefer one this program recorded. @param {Statement[]} stmts */
@@ -1002,8 +1095,27 @@ class Viewer {
     if (launch) this.loadValue(launch);
   }
 
-  /** Bring the view in line with the model: rebuild on a new launch, refetch on a new program, redraw on a new record. */
+  /** Run `update` until the view has caught up with the model; calls while it runs only mark it dirty. */
   async refresh() {
+    if (this.busy) {
+      this.dirty = true;
+      return;
+    }
+    this.busy = true;
+    this.root.dataset.busy = "true";
+    try {
+      do {
+        this.dirty = false;
+        await this.update();
+      } while (this.dirty);
+    } finally {
+      this.busy = false;
+      this.root.dataset.busy = "false"; // caught up with the model: what tests and bench/bench_viewer.py wait for
+    }
+  }
+
+  /** Bring the view in line with the model: rebuild on a new launch, refetch on a new program, redraw on a new record. */
+  async update() {
     const launch = this.launchMeta;
     if (!launch) return this.build();
     if (this.builtFor !== launch.index) this.build();
@@ -1020,6 +1132,7 @@ class Viewer {
       this.loadedKey = key;
       if (reply.type !== "program") {
         this.program = null;
+        this.footprintKey = "";
         const message = reply.type === "error" ? reply.message : `unexpected reply ${reply.type}`;
         panes.value.fail(message);
         panes.memory.fail(message);
@@ -1035,19 +1148,30 @@ class Viewer {
         this.model.set("iteration", last.iteration);
         this.model.save_changes();
       }
-      panes.memory.show(launch, pid, reply);
+      panes.memory.show(reply);
     }
-    this.renderSelection(launch, panes);
+    // Footprints follow the loop iteration of the selected record (all accesses outside loops).
+    const iteration = this.chosenRecord()?.iteration || [];
+    const footprintKey = `${key}/${iteration.join(",")}`;
+    const footprints = footprintKey === this.footprintKey ? null : panes.memory.footprints(launch, pid, iteration);
+    this.footprintKey = footprintKey;
+    await Promise.all([footprints, this.renderSelection(launch, panes)]);
+  }
+
+  /** The record of the selected statement and iteration in this program (its last one for another iteration). */
+  chosenRecord() {
+    const records = this.recordsOf(this.model.get("stmt"));
+    const iteration = JSON.stringify(this.model.get("iteration"));
+    return records.find((r) => JSON.stringify(r.iteration) === iteration) || records[records.length - 1];
   }
 
   /** @param {LaunchMeta} launch @param {Panes} panes */
-  renderSelection(launch, panes) {
+  async renderSelection(launch, panes) {
     const stmt = this.model.get("stmt");
-    const iteration = JSON.stringify(this.model.get("iteration"));
     const records = this.recordsOf(stmt);
     panes.source.mark(new Set((this.program?.records || []).map((r) => r.stmt)), stmt);
     markFinding(this.root, panes.source, launch, this.model.get("finding") ?? -1);
-    const chosen = records.find((r) => JSON.stringify(r.iteration) === iteration) || records[records.length - 1];
+    const chosen = this.chosenRecord();
     panes.source.iterations(records, chosen, (r) => {
       this.target = { source: "record", index: r.index, field: "values", axes: null, at: null };
       this.commit({ iteration: r.iteration });
@@ -1061,7 +1185,7 @@ class Viewer {
       }
       if (this.target.index !== chosen.index) this.target = { source: "record", index: chosen.index, field: "values", axes: null, at: null };
     }
-    this.loadValue(launch);
+    await this.loadValue(launch);
   }
 
   /** @param {LaunchMeta} launch */

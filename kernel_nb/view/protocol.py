@@ -238,12 +238,16 @@ class ValueRequest(_ValueRequired, total=False):
     at: list[int]  # index along every axis; entries of drawn axes are ignored
 
 
-class FootprintRequest(TypedDict):
+class _FootprintRequired(TypedDict):
     type: Literal["footprint"]
     id: int
     launch: int
     pid: list[int]
     arg: str
+
+
+class FootprintRequest(_FootprintRequired, total=False):
+    iteration: list[int]  # only the accesses of this loop iteration (and loops inside it); default all
 
 
 class BufferRequest(TypedDict):
@@ -351,6 +355,7 @@ class MapReply(TypedDict):
     counts: list[int]
     oob: list[list[int]]  # [pid x, pid y, pid z, line, first offending element] per refused access
     note: str
+    window: list[int]  # [first, last): the view rows the codes cover; rows outside are untouched (0)
 
 
 class CompareReply(TypedDict):

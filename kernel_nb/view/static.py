@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+from typing import Any
+
+import numpy as np
 
 from kernel_nb.trace import Trace
 from kernel_nb.view.plot import draw_value
@@ -19,15 +22,20 @@ def render_png(
     figure = Figure(figsize=(7, 3.4), dpi=dpi, layout="constrained")
     FigureCanvasAgg(figure)
     ax = figure.add_subplot()
-    value, title = _selected(trace, launch, pid, stmt, iteration)
-    if value is None:
-        ax.set_axis_off()
-        ax.text(0.5, 0.5, title, ha="center", va="center", wrap=True)
-    else:
-        draw_value(ax, value, title)
+    draw_selected(ax, *_selected(trace, launch, pid, stmt, iteration))
     out = io.BytesIO()
     figure.savefig(out, format="png")
     return out.getvalue()
+
+
+def draw_selected(ax: Any, value: np.ndarray | None, title: str) -> None:
+    """An array as a heatmap; a scalar as its number (a 1x1 heatmap says nothing); no value as the reason."""
+    if value is not None and np.ndim(value) > 0:
+        draw_value(ax, value, title)
+        return
+    ax.set_axis_off()
+    text = title if value is None else f"{title}\n= {np.asarray(value).item()!r}"
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
 
 
 def _selected(trace: Trace, launch_index: int, pid: tuple[int, ...], stmt: int, iteration: tuple[int, ...]):  # type: ignore[no-untyped-def]

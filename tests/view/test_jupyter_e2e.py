@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,5 +171,124 @@ def test_tkernel_cell_shows_a_viewer_that_follows_the_pid(app: tuple[str, str], 
             assert page.locator(".knb-stats td").nth(1).inner_text() == "1000"
             page.locator(".knb-viewer, .knb").first.scroll_into_view_if_needed()
             page.screenshot(path=str(artifacts / f"{name}-e2e.png"))
+        finally:
+            browser.close()
+
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+WIDTHS = (900, 1400, 2000)
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[str]:
+    """A JupyterLab server over copies of notebooks/ (it autosaves what it runs); yields its base URL."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (make chromium installs it)")
+    for path in NOTEBOOKS.glob("0*.ipynb"):
+        (tmp_path / path.name).write_text(path.read_text())
+    port = free_port()
+    jupyter = Path(sys.executable).with_name("jupyter")
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--ServerApp.token=", "--ServerApp.password=", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", "--ServerApp.allow_root=True", f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(
+                        f"jupyter lab did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}"
+                    )
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def set_theme(page: Any, theme: str) -> None:
+    """Settings → Theme → `theme`, then wait for JupyterLab to apply it."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("Settings")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("Theme")').hover()
+    page.locator(f'.lm-Menu-itemLabel:text-is("{theme}")').click()
+    light = "true" if "Light" in theme else "false"
+    page.wait_for_function(f"document.body.dataset.jpThemeLight === '{light}'")
+
+
+QUEUED = "[...document.querySelectorAll('.jp-InputPrompt')].some((e) => e.textContent.includes('*'))"
+
+
+def run_all(page: Any) -> None:
+    """Run every code cell; JupyterLab stops at a cell that raises (tagged raises-exception): go on below it."""
+    page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
+    page.locator('.lm-Menu-itemLabel:text-is("Run All Cells")').click()
+    for _ in range(5):
+        page.wait_for_function(QUEUED, timeout=30_000)
+        page.wait_for_function(f"!{QUEUED}")  # done when no cell is queued or running ([*])
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        ran = [i for i, text in enumerate(prompts) if re.search(r"\[\d+\]", text)]
+        left = [i for i in range(len(prompts)) if i > max(ran, default=-1)]
+        if not left:
+            return
+        page.locator(".jp-CodeCell").nth(left[0]).locator(".jp-InputPrompt").click()
+        page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
+        page.locator('.lm-Menu-itemLabel:text-is("Run Selected Cell and All Below")').click()
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("0*.ipynb")))
+def test_notebook_viewers_fit_jupyterlab(lab: str, name: str, artifacts: Path) -> None:
+    """Every viewer of a notebook, at 900, 1400 and 2000 px windows with the file browser open, light
+    and dark: nothing is cut off at its right edge (screenshots in test-artifacts/)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    stem = name.removesuffix(".ipynb")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(300_000)  # the notebooks run on a shared CPU
+            page.goto(f"{lab}/lab/tree/{name}?reset")  # not the notebooks an earlier test left open
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            with contextlib.suppress(PlaywrightTimeout):
+                page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
+            page.wait_for_function(
+                f"[...document.querySelectorAll('{IDLE}')].some((e) => e.offsetParent !== null)"
+            )
+            run_all(page)
+            page.wait_for_function(
+                "[...document.querySelectorAll('.knb')].every((v) => v.dataset.busy === 'false')"
+            )
+            viewers = page.locator(".jp-Notebook .knb")
+            assert viewers.count() > 0 or stem == "05-gpu-compare"
+            with contextlib.suppress(PlaywrightTimeout):  # JupyterLab's question about news covers the page
+                page.locator('.jp-toast-button:text-is("No")').click(timeout=2_000)
+            # The file browser is open, as it is by default: the output area is narrower than the window.
+            if not page.locator(".jp-FileBrowser").is_visible():
+                page.locator('[data-id="filebrowser"]').click()
+            for theme in ("light", "dark"):
+                set_theme(page, THEMES[theme])
+                for width in WIDTHS:
+                    page.set_viewport_size({"width": width, "height": 1000})
+                    page.wait_for_timeout(300)  # JupyterLab lays out on resize
+                    for i in range(viewers.count()):
+                        viewer = viewers.nth(i)
+                        fits = viewer.evaluate("e => [e.scrollWidth, e.clientWidth]")
+                        assert fits[0] <= fits[1], (name, width, theme, i, fits)
+                        # The window as the user sees it, the viewer's top at the top of the notebook.
+                        viewer.evaluate("e => e.scrollIntoView({ block: 'start' })")
+                        page.wait_for_timeout(100)
+                        page.screenshot(path=str(artifacts / f"lab-{stem}-{i}-{width}-{theme}.png"))
         finally:
             browser.close()

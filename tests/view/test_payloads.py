@@ -271,3 +271,91 @@ def test_the_events_table_names_elements_of_an_nd_argument_by_index() -> None:
         "[192, 256)",  # a 1-D argument keeps its flat range
         "[0, 0)",  # no active lane (the viewer shows a dash)
     ]
+
+
+def loop_launch() -> Launch:
+    """One program of a loop over two rows of a (100, 8) buffer: load row k, store row 50 + k; then one more load."""
+    from kernel_nb.trace import BufferMap, MemoryEvent, SourceInfo, Statement
+
+    source = "def loop_kernel(a):\n    for k in range(2):\n        r = tl.load(a + k)\n        tl.store(a + 50 + k, r)\n    o = tl.load(a + 90)\n"
+    launch = Launch(
+        index=0,
+        kernel="loop_kernel",
+        grid=(1, 1, 1),
+        args=[],
+        statements=[
+            Statement(0, "/tmp/k.py", 11, "k", "loop_kernel", "loop"),
+            Statement(1, "/tmp/k.py", 12, "r", "loop_kernel", "assign"),
+            Statement(2, "/tmp/k.py", 14, "o", "loop_kernel", "assign"),
+        ],
+        sources={"loop_kernel": SourceInfo("loop_kernel", "/tmp/k.py", 10, source)},
+    )
+    program = ProgramTrace((0, 0, 0), kept=True)
+    seq = 0
+
+    def record(stmt: int, iteration: tuple[int, ...]) -> None:
+        nonlocal seq
+        value = np.zeros(8, np.float32)
+        program.records.append(Record(stmt, seq, (), iteration, "fp32", (8,), Summary.of(value), value))
+        seq += 1
+
+    def event(kind: str, row: int, line: int) -> None:
+        nonlocal seq
+        indices = np.arange(row * 8, row * 8 + 8, dtype=np.int64)
+        mask = np.ones(8, bool)
+        program.events.append(
+            MemoryEvent(kind, seq, "/tmp/k.py", line, "a", 8, row * 8, row * 8 + 8, indices, mask)
+        )
+        seq += 1
+
+    for k in range(2):
+        record(0, (k,))  # the loop counter comes first in every iteration
+        event("load", k, 12)
+        record(1, (k,))
+        event("store", 50 + k, 13)  # at the end of the body: the next record is the next counter, or o
+    event("load", 90, 14)  # after the loop
+    record(2, ())
+    launch.programs[(0, 0, 0)] = program
+    size = 800
+    launch.buffers["a"] = BufferMap(
+        "a", size, (100, 8), np.zeros(size, np.int32), np.zeros(size, np.int32), np.zeros(size, np.int64)
+    )
+    return launch
+
+
+def touched_rows(reply: dict[str, Any], codes: bytes) -> dict[int, int]:
+    """Row of the view → its code, for rows that hold a nonzero code."""
+    first, _ = reply["window"]
+    grid = np.frombuffer(codes, np.uint8).reshape(-1, reply["view_shape"][1])
+    return {first + r: int(grid[r].max()) for r in range(grid.shape[0]) if grid[r].any()}
+
+
+def test_footprint_sends_only_the_rows_the_program_touched() -> None:
+    trace = Trace([loop_launch()])
+    reply, (codes,) = ask(trace, type="footprint", launch=0, pid=[0, 0, 0], arg="a")
+    assert reply["view_shape"] == [100, 8] and reply["window"] == [0, 91] and len(codes) == 91 * 8
+    assert touched_rows(reply, codes) == {0: 1, 1: 1, 50: 2, 51: 2, 90: 1}
+    assert reply["counts"] == [800 - 40, 24, 16, 0]
+
+
+def test_footprint_of_one_loop_iteration() -> None:
+    trace = Trace([loop_launch()])
+    reply, (codes,) = ask(trace, type="footprint", launch=0, pid=[0, 0, 0], arg="a", iteration=[1])
+    assert reply["window"] == [1, 52] and touched_rows(reply, codes) == {1: 1, 51: 2}
+    assert reply["counts"] == [800 - 16, 8, 8, 0]
+    program = trace[0].programs[(0, 0, 0)]
+    assert maps.event_iterations(trace[0], program) == [(0,), (0,), (1,), (1,), ()]
+
+
+def test_footprint_of_a_program_that_touched_nothing() -> None:
+    trace = Trace([loop_launch()])
+    reply, (codes,) = ask(trace, type="footprint", launch=0, pid=[0, 0, 0], arg="a", iteration=[7])
+    assert reply["window"] == [0, 0] and codes == b"" and reply["counts"] == [800, 0, 0, 0]
+
+
+def test_footprint_of_a_large_buffer_is_a_few_rows() -> None:
+    launch = add_launch(grid=(4096, 1, 1), n=4096 * 8 - 5, keep=lambda p: p < 2)
+    trace = Trace([launch])
+    reply, (codes,) = ask(trace, type="footprint", launch=0, pid=[1, 0, 0], arg="x_ptr")
+    assert reply["grid"] == [32, 1024] and reply["window"] == [0, 1] and len(codes) == 1024
+    np.testing.assert_array_equal(np.flatnonzero(np.frombuffer(codes, np.uint8)), np.arange(8, 16))

@@ -13,10 +13,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from conftest import add_launch, big_value_launch
+from conftest import FILE, add_launch, big_value_launch
 
-from kernel_nb.trace import ArgumentInfo, Trace
+from kernel_nb.trace import (
+    ArgumentInfo,
+    BufferMap,
+    Launch,
+    ProgramTrace,
+    Record,
+    SourceInfo,
+    Statement,
+    Summary,
+    Trace,
+)
 from kernel_nb.view import TraceViewer, dispatch
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -109,8 +120,11 @@ def canned(trace: Trace, pids: list[tuple[int, int, int]] | None = None) -> dict
             for i in range(len(program.events)):
                 for field in ("values", "indices"):
                     put(type="value", **where, source="event", index=i, field=field)
+            loops = sorted({tuple(r.iteration) for r in program.records if r.iteration})
             for arg in launch.buffers:
                 put(type="footprint", **where, arg=arg)
+                for iteration in loops:  # a record in a loop draws that iteration's footprint
+                    put(type="footprint", **where, arg=arg, iteration=list(iteration))
     return table
 
 
@@ -234,7 +248,7 @@ def test_viewer_in_chromium(
             page.screenshot(path=str(artifacts / "viewer-masked-load.png"), full_page=True)
 
             assert page.locator(".knb-finding").count() == 2
-            assert page.locator('[data-role="comparison"] h4').inner_text() == "CPU / GPU comparison"
+            assert page.locator('[data-role="comparison"]').count() == 0  # nothing compared in this trace
 
             # Another launch: one pid slider (grid 8x1x1); its odd programs are replayed on request.
             page.locator(".knb-launch").select_option("1")
@@ -341,3 +355,195 @@ def test_the_events_table_shows_an_nd_argument_s_elements_as_python_names_them(
             assert errors == []
         finally:
             browser.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout and speed, against a page whose requests Python answers live (bench/bench_viewer.py).
+
+LONG_LINE = "    tile = tl.load(x_ptr + (pid * BLOCK_M + tl.arange(0, BLOCK_M))[:, None] * stride_xm + tl.arange(0, BLOCK_N)[None, :] * stride_xn, mask=mask)"
+
+
+def layout_launch() -> Launch:
+    """A kernel with a long source (the statement is near its end, past the source box's height), a long
+    line, a scalar, a 1000x2000 and a 6-row buffer; program 1 skips the statement `late`."""
+    body = [f"    filler_{i} = {i}" for i in range(50)]
+    source = "\n".join(
+        ["def layout_kernel(x_ptr):", "    s = tl.program_id(0)", LONG_LINE, *body, "    late = s * 2.0", ""]
+    )
+    late_line = 10 + 3 + len(body)
+    statements = [
+        Statement(0, FILE, 11, "s", "layout_kernel", "assign"),
+        Statement(1, FILE, 12, "tile", "layout_kernel", "assign"),
+        Statement(2, FILE, late_line, "late", "layout_kernel", "assign"),
+    ]
+    launch = Launch(
+        index=0,
+        kernel="layout_kernel",
+        grid=(2, 1, 1),
+        args=[ArgumentInfo("x_ptr", "buffer", "fp32", (1000, 2000), (2000, 1))],
+        statements=statements,
+        sources={"layout_kernel": SourceInfo("layout_kernel", FILE, 10, source)},
+    )
+    for p in range(2):
+        program = ProgramTrace((p, 0, 0), kept=True)
+        values = [(0, np.array(p, np.int32)), (1, np.arange(32, dtype=np.float32).reshape(4, 8) + p)]
+        if p == 0:
+            values.append((2, np.arange(16, dtype=np.float32)))
+        for seq, (stmt, value) in enumerate(values):
+            dtype = "i32" if value.dtype == np.int32 else "fp32"
+            program.records.append(Record(stmt, seq, (), (), dtype, value.shape, Summary.of(value), value))
+        launch.programs[(p, 0, 0)] = program
+    for arg, shape in (("x_ptr", (1000, 2000)), ("rows6", (6, 4096))):
+        size = int(np.prod(shape))
+        reads = np.zeros(size, np.int32)
+        reads[: size // 3] = 1
+        launch.buffers[arg] = BufferMap(
+            arg, size, shape, reads, np.zeros(size, np.int32), np.full(size, -1, np.int64)
+        )
+    return launch
+
+
+def live(trace: Trace, tmp_path: Path) -> Any:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (make chromium installs it)")
+    from bench.bench_viewer import live_page
+
+    return live_page(trace, tmp_path)
+
+
+def test_layout_fits_its_container(tmp_path: Path, artifacts: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from bench.bench_viewer import open_viewer
+
+    launch = layout_launch()
+    with live(Trace([launch]), tmp_path) as (url, _), sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            for width in (900, 1400, 2000):
+                for theme in ("light", "dark"):
+                    page = open_viewer(browser, url, width)
+                    if theme == "dark":
+                        page.evaluate(DARK)
+                    # No part of the viewer is cut off: nothing is wider than the viewer itself.
+                    assert page.evaluate(
+                        "(e => e.scrollWidth <= e.clientWidth)(document.querySelector('.knb'))"
+                    )
+                    page.screenshot(path=str(artifacts / f"layout-{width}-{theme}.png"), full_page=True)
+                    page.close()
+
+            # A 900 px output area (JupyterLab at a 900 px window with its file browser open is narrower still).
+            for container in (900, 480):
+                page = open_viewer(browser, url, 1400)
+                page.evaluate(f"document.getElementById('app').style.width = '{container}px'")
+                page.wait_for_timeout(50)
+                assert page.evaluate("(e => e.scrollWidth <= e.clientWidth)(document.querySelector('.knb'))")
+                # The long line wraps inside the source pane: its text ends inside the pane, not past it.
+                code = page.locator('.knb-line[data-line="12"] .knb-code')
+                pre = page.locator(".knb-source pre")
+                assert code.evaluate("c => c.scrollWidth <= c.clientWidth")
+                assert box_right(code) <= box_right(pre) + 0.5
+                page.screenshot(path=str(artifacts / f"layout-container-{container}.png"), full_page=True)
+                if container == 480:  # the output area grows again: the heatmap is drawn for the new width
+                    narrow = page.locator(HEAT).evaluate("c => c.width")
+                    assert narrow < 480
+                    page.evaluate("document.getElementById('app').style.width = ''")
+                    page.wait_for_function(f"document.querySelector('{HEAT}').width > {narrow}")
+                page.close()
+
+            page = open_viewer(browser, url, 1400)
+            # The selected line, far down a long source, is scrolled into view inside the source box.
+            page.locator(".knb-stmts").select_option("2")
+            page.wait_for_function("document.querySelector('.knb').dataset.busy === 'false'")
+            selected, box = page.locator(".knb-selected"), page.locator(".knb-source pre")
+            assert selected.get_attribute("data-line") == str(10 + 3 + 50)
+            sb, bb = selected.bounding_box(), box.bounding_box()
+            assert sb is not None and bb is not None
+            assert bb["y"] <= sb["y"] and sb["y"] + sb["height"] <= bb["y"] + bb["height"]
+
+            # Maps have the buffer's aspect ratio; a 6-row buffer's rows stay readable.
+            wide = page.locator('.knb-buffer[data-arg="x_ptr"] canvas[data-role="buffer"]')
+            w, h = wide.evaluate("c => [c.clientWidth, c.clientHeight]")
+            assert abs(w / h - 2) < 0.05, (w, h)
+            rows6 = page.locator('.knb-buffer[data-arg="rows6"] canvas[data-role="buffer"]')
+            assert rows6.evaluate("c => c.clientHeight") / 6 >= 6
+            # Zoom draws the maps larger, inside a box that scrolls.
+            page.locator('select[aria-label="map zoom"]').select_option("4")
+            assert wide.evaluate("c => c.clientWidth") > 2 * w
+            assert page.evaluate("(e => e.scrollWidth <= e.clientWidth)(document.querySelector('.knb'))")
+            page.locator('select[aria-label="map zoom"]').select_option("1")
+
+            # A scalar is a number, not a 1x1 heatmap.
+            page.locator(".knb-stmts").select_option("0")
+            page.wait_for_function("document.querySelector('[data-role=\"scalar\"]')?.textContent === '0'")
+            assert not page.locator(HEAT).is_visible()
+            assert not page.locator(".knb-colorbar").is_visible()
+
+            # An array, then a program that did not record the statement: nothing of the array stays.
+            page.locator(".knb-stmts").select_option("2")
+            page.wait_for_function(f"document.querySelector('{HEAT}').dataset.view === '1x16'")
+            assert (
+                page.locator(".knb-colorbar").is_visible()
+                and page.locator(".knb-value .knb-hist").is_visible()
+            )
+            slide(page, "pid x", 1)
+            page.wait_for_function(
+                "document.querySelector('.knb-label').textContent === 'late: not recorded by this program.'"
+            )
+            for stale in (
+                HEAT,
+                ".knb-colorbar",
+                ".knb-value .knb-hist",
+                ".knb-value .knb-readout",
+                ".knb-stats",
+            ):
+                assert not page.locator(stale).is_visible(), stale
+            page.screenshot(path=str(artifacts / "layout-not-recorded.png"), full_page=True)
+            assert page.locator('[data-role="comparison"]').count() == 0
+        finally:
+            browser.close()
+
+
+def box_right(locator: Any) -> float:
+    box = locator.bounding_box()
+    assert box is not None
+    return float(box["x"] + box["width"])
+
+
+def test_pid_slider_speed_and_burst(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from bench.bench_viewer import burst, open_viewer, pid_steps, stats, tile_trace
+
+    trace = tile_trace(64, 64, 512)
+    with live(trace, tmp_path) as (url, _), sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = open_viewer(browser, url)
+            for pid in range(64):  # every program once: replays of programs whose values were not kept
+                page.evaluate("p => window.timed(() => window.slide('pid x', p))", pid)
+            timing = stats(pid_steps(page, 64, 15))
+            pids = [(7 * i + 3) % 64 for i in range(30)]
+            took, sent, shown = burst(page, pids)
+            # A fast drag: fewer program requests than inputs, and the view ends on the last pid.
+            assert shown == [pids[-1], 0, 0] and sent < len(pids)
+            requests = page.evaluate(
+                "window.fake.sent.filter((m) => m.type === 'program').map((m) => m.pid[0])"
+            )
+            assert requests[-1] == pids[-1]
+            drawn = page.locator(HEAT).get_attribute("data-checksum"), footprints(page)
+            slide(page, "pid x", 0)
+            page.evaluate("window.settled()")
+            page.evaluate("p => window.timed(() => window.slide('pid x', p))", pids[-1])
+            assert (page.locator(HEAT).get_attribute("data-checksum"), footprints(page)) == drawn
+            with capsys.disabled():
+                print(f"\npid slider on 64 programs of 64x512 tiles: {timing}")
+                print(
+                    f"burst of {len(pids)} inputs 4 ms apart: {took:.0f} ms to the last pid, {sent} program requests"
+                )
+        finally:
+            browser.close()
+
+
+def footprints(page: Any) -> list[str]:
+    return page.locator('canvas[data-role="footprint"]').evaluate_all("cs => cs.map((c) => c.toDataURL())")
