@@ -172,6 +172,12 @@ class MemoryGuard:
                 if unmasked
                 else "the mask lets these lanes through; check the mask's bound"
             )
+            advice += hints.swapped_strides_hint(
+                arg.name,
+                arg.strides,
+                hints.tile_steps(addresses, arg.itemsize),
+                lambda: hints.pointer_terms(self.launch.sources, file, line, op, self.launch.args),
+            )
             message += f"({bad.size} of {lanes.size} active lanes out of bounds{': ' + which if which else ''}); {advice}"
         else:
             steps = hints.tile_steps(addresses, arg.itemsize)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -79,6 +79,26 @@ def offsets_hint(
     if not said:
         return f"; {real}"
     return f": {said}, while {real}; check which stride goes with which index"
+
+
+def swapped_strides_hint(
+    arg: str, strides: tuple[int, ...], steps: tuple[int, ...] | None, terms: Callable[[], list[str]]
+) -> str:
+    """When only some lanes are out of bounds the mask is the first suspect, but a tile whose axes
+    step by the argument's strides in another order (a transpose's strides passed swapped) puts
+    lanes out as well: then say so too ("" when the steps are the strides, or no permutation of them).
+    A tile read transposed on purpose steps so as well, hence "or", not a verdict."""
+    if steps is None or len(steps) != len(strides) or len(strides) < 2 or tuple(steps) == tuple(strides):
+        return ""
+    if sorted(abs(s) for s in steps) != sorted(abs(s) for s in strides):
+        return ""
+    said = terms()
+    by = f"{' and '.join(said)} step" if said else "the offsets step"
+    return (
+        f"; or the offsets: {by} the tile's axes by ({', '.join(map(str, steps))}) elements while {arg}'s strides "
+        f"are ({', '.join(map(str, strides))}); unless the tile is read transposed on purpose, check which "
+        "stride goes with which index"
+    )
 
 
 def pointer_terms(

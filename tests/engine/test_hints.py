@@ -163,3 +163,26 @@ def test_a_block_wholly_past_the_end_under_a_mask_may_be_the_mask_s_bound():
         "x_ptr's end (a program whose block lies wholly past it needs every lane masked off): the offsets "
         "come from `offsets * stride` (stride = 1)"
     )
+
+
+def test_swapped_strides_that_put_only_some_lanes_out_name_the_mask_and_the_offsets():
+    m, n = 40, 64
+    x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+    out = np.zeros((n, m), np.float32)
+    line = _line(transpose_kernel, "x = tl.load")
+    # x's strides swapped on a (40, 64) array: the tile at pid (1,0,0) reaches rows 40:48 of 40
+    message = _refused(lambda: transpose_kernel[(2, 2)](x, out, m, n, 1, n, m, 1, BLOCK_M=32, BLOCK_N=32))
+    assert message.startswith(f"transpose_kernel:{line} pid=(")
+    assert message.endswith(
+        "the mask lets these lanes through; check the mask's bound; or the offsets: "
+        "`offs_m[:, None] * stride_xm` (stride_xm = 1) and `offs_n[None, :] * stride_xn` (stride_xn = 64) "
+        "step the tile's axes by (1, 64) elements while x_ptr's strides are (64, 1); unless the tile is read "
+        "transposed on purpose, check which stride goes with which index"
+    )
+    assert not out.any()
+
+
+def test_an_off_by_one_mask_on_a_tile_in_stride_order_names_only_the_mask():
+    x = np.ones((30, 16), np.float32)
+    message = _refused(lambda: rows_kernel[(1,)](x, np.zeros_like(x), 30, 16, BLOCK_M=32, BLOCK_N=16))
+    assert message.endswith("the mask lets these lanes through; check the mask's bound")
