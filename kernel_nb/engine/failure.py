@@ -3,15 +3,10 @@ argument and loop iteration, next to what the detectors found in the programs th
 
 from __future__ import annotations
 
-import ast
-import linecache
-
+from kernel_nb.engine.failing_line import names_on_line
 from kernel_nb.engine.recorder import Recorder
 from kernel_nb.errors import KernelError
 from kernel_nb.trace import LAUNCH_ERROR, Finding, Launch
-
-_MEMORY_CALLS = {"load", "store", "atomic_cas", "atomic_xchg"}
-_MEMORY_CALLS |= {f"atomic_{op}" for op in ("add", "max", "min", "and", "or", "xor")}
 
 
 def failing_iteration(error: KernelError, recorder: Recorder, *, counted: bool) -> tuple[int, ...] | None:
@@ -67,24 +62,5 @@ def failing_argument(launch: Launch, error: KernelError) -> str | None:
         if any((linear, line) == here for linear, line, _ in bmap.oob):
             return name
     arrays = {a.name for a in launch.args if a.kind == "buffer"}
-    named = _pointer_names(error.file, error.line) & arrays
+    named = names_on_line(error.file, error.line)[0] & arrays
     return named.pop() if len(named) == 1 else None
-
-
-def _pointer_names(file: str | None, line: int) -> set[str]:
-    """Names in the pointer expressions of the memory calls on a source line."""
-    text = linecache.getline(file, line).strip() if file else ""
-    try:
-        tree = ast.parse(text.rstrip(":") if text.endswith(":") else text)
-    except SyntaxError:
-        return set()
-    return {
-        node.id
-        for call in ast.walk(tree)
-        if isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr in _MEMORY_CALLS
-        and call.args
-        for node in ast.walk(call.args[0])
-        if isinstance(node, ast.Name)
-    }

@@ -6,7 +6,6 @@ helper calls and its error reports.
 
 from __future__ import annotations
 
-import ast
 import io
 import linecache
 import signal
@@ -24,6 +23,7 @@ from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.args import BoundArguments
 from kernel_nb.engine.arith import ArithmeticHooks
+from kernel_nb.engine.failing_line import names_on_line
 from kernel_nb.engine.guard import MemoryGuard, frame_locator
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import interpreter_scope
@@ -393,22 +393,8 @@ def _arguments_on_line(launch: Launch, file: str | None, line: int | None) -> st
     line loads or stores, only the arguments in the pointer are named."""
     if not file or not line:
         return ""
-    text = linecache.getline(file, line).strip()
-    try:
-        tree = ast.parse(text.rstrip(":") if text.endswith(":") else text)
-    except SyntaxError:
-        return ""
-    pointers = {
-        n.id
-        for call in ast.walk(tree)
-        if isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr in _MEMORY_CALLS
-        and call.args
-        for n in ast.walk(call.args[0])
-        if isinstance(n, ast.Name)
-    }
-    names = pointers or {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    pointers, everything = names_on_line(file, line)
+    names = pointers or everything
     shown = [
         f"{info.name} is {info.value!r} ({_kind_text(info)})"
         for info in launch.args
@@ -424,10 +410,6 @@ def _arguments_on_line(launch: Launch, file: str | None, line: int | None) -> st
     if not shown:
         return ""
     return f"; on this line {', '.join(shown)}" + (", not an array" if pointers else "")
-
-
-_MEMORY_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or"}
-_MEMORY_CALLS |= {"atomic_xor", "atomic_xchg", "atomic_cas"}
 
 
 def _kind_text(info: Any) -> str:
