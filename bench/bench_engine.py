@@ -34,19 +34,23 @@ sys.path.insert(0, str(ROOT))
 CASES = ["vector_add", "softmax", "matmul", "layer_norm", "flash_attention"]
 
 
-def make_case(name: str, quick: bool, as_torch: bool) -> tuple[Callable[[], None], str]:
-    """A launch closure for one case (arguments prepared once), and its size as text."""
+def make_case(
+    name: str, quick: bool, as_torch: bool = False, wrap: Callable[[np.ndarray], Any] | None = None
+) -> tuple[Callable[[], None], str]:
+    """A launch closure for one case (arguments prepared once), and its size as text.
+
+    Arrays are numpy's, torch's (`as_torch`) or what `wrap` makes of numpy's (CuPy's, say).
+    """
     import triton
 
     from tests.engine import kernels as k
 
     rng = np.random.default_rng(0)
-    wrap: Callable[[np.ndarray], Any]
-    if as_torch:
+    if wrap is None and as_torch:
         import torch
 
         wrap = torch.from_numpy
-    else:
+    elif wrap is None:
         wrap = lambda a: a  # noqa: E731
 
     def f32(*shape: int) -> Any:

@@ -21,6 +21,9 @@ MAX_WRITERS = 64
 # Elements compared at a time (see compare_buffer).
 CHUNK = 1 << 16
 
+# An array, or a function that returns it when it is needed (it may cost more than the comparison).
+Lazy = np.ndarray | Callable[[], np.ndarray | bool | None] | None
+
 
 @dataclass
 class _Stats:
@@ -45,58 +48,93 @@ def _compare_chunk(
 ) -> None:
     """Add one chunk's verdicts (`start`: its first element's offset) to `total`.
 
-    Only elements whose bits differ can be apart: the arithmetic runs on those alone, and the equal
-    rest counts as 0 ulp (NaNs aside, which have no distance).
+    Only elements whose bits differ can be apart. Where few differ, the arithmetic runs on those
+    alone and the equal rest counts as 0 ulp (NaNs aside, which have no distance); where many
+    differ, it runs on the whole chunk, which costs less than gathering them.
     """
     bits = np.dtype(f"u{cpu.dtype.itemsize}")
-    differing = np.flatnonzero(cpu.view(bits) != gpu.view(bits))
-    cpu_d, gpu_d = cpu[differing], gpu[differing]
-    equal = cpu.size - differing.size
-    if is_float(cpu.dtype):
-        c, g = cpu_d.astype(np.float64), gpu_d.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.abs(g - c)
-            finite = np.isfinite(c) & np.isfinite(g)
-        nan_mismatch = np.zeros(c.shape, bool)
-        inf_mismatch = np.zeros(c.shape, bool)
-        counted = finite.copy()
-        special = np.flatnonzero(~finite)  # NaN and Inf are rare: their verdicts are made on them alone
-        cs, gs = c[special], g[special]
-        c_nan, g_nan = np.isnan(cs), np.isnan(gs)
-        nan_mismatch[special] = c_nan != g_nan
-        inf_mismatch[special] = (np.isinf(cs) | np.isinf(gs)) & ~(c_nan | g_nan) & (cs != gs)
-        diff[special] = 0.0
-        counted[special] = cs == gs  # ulps to an infinity say nothing
-        ulp = ulp_distance(cpu_d, gpu_d)[counted]
-        equal -= _nan_count(cpu) - int(c_nan.sum())
+    unequal = cpu.view(bits) != gpu.view(bits)
+    count = int(np.count_nonzero(unequal))
+    floating = is_float(cpu.dtype)
+    if count == 0 and not (floating and _nan_count(cpu)):
+        total.histogram[0] += cpu.size
+        return
+    index: np.ndarray | None = None
+    if count * 4 > cpu.size:
+        cpu_d, gpu_d, equal = cpu, gpu, 0
+    else:
+        index = np.flatnonzero(unequal)
+        cpu_d, gpu_d, equal = cpu[index], gpu[index], cpu.size - count
+        if floating:
+            equal -= _nan_count(cpu) - _nan_count(cpu_d)  # equal NaNs have no distance
+    if floating:
+        c, diff, ulp, flagged = _float_chunk(cpu_d, gpu_d, total)
     else:
         # int64 holds every difference except between uint64 extremes, which saturate
         wide = np.uint64 if cpu.dtype == np.uint64 else np.int64
         ci, gi = cpu_d.astype(wide), gpu_d.astype(wide)
-        ulp = (np.maximum(ci, gi) - np.minimum(ci, gi)).astype(np.uint64)
-        diff = ulp.astype(np.float64)
-        c, finite = ci.astype(np.float64), np.ones(ci.shape, bool)
-        nan_mismatch = inf_mismatch = np.zeros(ci.shape, bool)
-    scale = np.abs(c)
+        ulp = np.maximum(ci, gi) - np.minimum(ci, gi)
+        diff, c, flagged = ulp.astype(np.float64), ci.astype(np.float64), None
+    scale = np.abs(c, out=c)
     bound = scale * rtol
     bound += floor
-    out = (diff > bound) & finite
-    out |= nan_mismatch | inf_mismatch
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = diff / scale
-    total.max_rel = max(total.max_rel, float(np.max(ratio, where=finite & (scale > 0), initial=0.0)))
+    out = diff > bound  # NaN and Inf were given a diff of 0: their verdicts are in `flagged`
+    total.max_rel = max(total.max_rel, _max_relative(diff, scale, out=bound))
     if diff.size:
         at = int(np.argmax(diff))
         if diff[at] > total.max_abs:
-            total.max_abs, total.max_abs_at = float(diff[at]), start + int(differing[at])
+            total.max_abs = float(diff[at])
+            total.max_abs_at = start + (at if index is None else int(index[at]))
     if ulp.size:
         total.max_ulp = max(total.max_ulp, int(ulp.max()))
-    total.histogram += ulp_histogram(ulp)
+    total.histogram += _histogram(ulp)
     total.histogram[0] += equal
+    if flagged is not None:
+        out[flagged] = True
+    hits = np.flatnonzero(out)
+    if hits.size:
+        total.positions.append(start + (hits if index is None else index[hits]))
+
+
+def _max_relative(diff: np.ndarray, scale: np.ndarray, out: np.ndarray) -> float:
+    """The largest diff / scale where scale > 0 (a NaN scale excluded), through `out`."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.divide(diff, scale, out=out)
+    largest = float(ratio.max(initial=0.0))
+    if largest < np.inf:  # neither a zero scale (x/0) nor a NaN one took part: the plain maximum holds
+        return largest
+    positive = scale > 0
+    return float(np.max(ratio, where=positive, initial=0.0))
+
+
+def _float_chunk(
+    cpu: np.ndarray, gpu: np.ndarray, total: _Stats
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The float64 CPU values, |gpu - cpu|, the ulps to count and the NaN/Inf mismatches of a chunk.
+
+    NaN and Inf are rare: their verdicts are made on them alone, and they get a difference of 0.
+    """
+    c = cpu.astype(np.float64)
+    diff = gpu.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and Inf: judged below
+        diff -= c
+    np.abs(diff, out=diff)
+    ulp = _ulp(cpu, gpu)
+    # below fp64 the difference of two finite values cannot overflow: it is finite where both are
+    finite = np.isfinite(diff) if cpu.dtype.itemsize < 8 else np.isfinite(cpu) & np.isfinite(gpu)
+    if finite.all():
+        return c, diff, ulp, None
+    special = np.flatnonzero(~finite)
+    cs, gs = c[special], gpu[special].astype(np.float64)
+    c_nan, g_nan = np.isnan(cs), np.isnan(gs)
+    nan_mismatch = c_nan != g_nan
+    inf_mismatch = (np.isinf(cs) | np.isinf(gs)) & ~(c_nan | g_nan) & (cs != gs)
     total.nan_mismatches += int(nan_mismatch.sum())
     total.inf_mismatches += int(inf_mismatch.sum())
-    if out.any():
-        total.positions.append(start + differing[out])
+    diff[special] = 0.0
+    counted = np.ones(ulp.shape, bool)
+    counted[special] = cs == gs  # ulps to an infinity say nothing
+    return c, diff, ulp[counted], special[nan_mismatch | inf_mismatch]
 
 
 def compare_buffer(
@@ -107,8 +145,8 @@ def compare_buffer(
     *,
     shape: tuple[int, ...] = (),
     tolerance: Tolerance | None = None,
-    cpu_writes: np.ndarray | None = None,
-    last_writer: np.ndarray | None = None,
+    cpu_writes: Lazy = None,
+    last_writer: Lazy = None,
     pid_of: Callable[[int], Pid] | None = None,
 ) -> BufferComparison | None:
     """Compare one buffer's span after the launch on each side.
@@ -119,8 +157,11 @@ def compare_buffer(
         cpu, gpu: the span after the interpreted / compiled launch.
         shape: the argument's shape (for indices in messages).
         tolerance: the tolerance; the policy's default for the dtype when None.
-        cpu_writes: per element, how many interpreted programs wrote it (`BufferMap.writes`).
-        last_writer: per element, the linear index of the interpreted program that wrote it last (-1: none).
+        cpu_writes: per element, how many interpreted programs wrote it (`BufferMap.writes`), or
+            a function that returns it or whether any did (called only when the values alone
+            cannot say).
+        last_writer: per element, the linear index of the interpreted program that wrote it last
+            (-1: none), or a function that returns it (called only when elements mismatch).
         pid_of: maps a linear program index to its pid (`Launch.pid_of`).
 
     Returns:
@@ -130,7 +171,11 @@ def compare_buffer(
         raise ValueError(f"{arg}: before, cpu and gpu must have one shape and dtype")
     cpu_changed = _differs(cpu, before)
     gpu_changed = _differs(gpu, before)
-    cpu_wrote = cpu_changed or (cpu_writes is not None and bool(np.asarray(cpu_writes).any()))
+    if not cpu_changed:
+        writes = _resolve(cpu_writes)
+        cpu_wrote = writes is not None and bool(np.asarray(writes).any())
+    else:
+        cpu_wrote = True
     if not cpu_wrote and not gpu_changed:
         return None
     dtype = cpu.dtype
@@ -144,8 +189,9 @@ def compare_buffer(
         _compare_chunk(flat_cpu[lo : lo + CHUNK], flat_gpu[lo : lo + CHUNK], lo, floor, tolerance.rtol, total)
     positions = np.concatenate(total.positions) if total.positions else np.zeros(0, np.int64)
     writers: list[tuple[Pid | None, int]] = []
-    if positions.size and last_writer is not None:
-        ids, counts = np.unique(np.asarray(last_writer)[positions], return_counts=True)
+    writer_of = _resolve(last_writer) if positions.size else None
+    if writer_of is not None:
+        ids, counts = np.unique(np.asarray(writer_of)[positions], return_counts=True)
         order = np.argsort(-counts, kind="stable")
         for i in order[:MAX_WRITERS]:
             linear = int(ids[i])
@@ -173,30 +219,43 @@ def compare_buffer(
     )
 
 
+def _resolve(value: Lazy) -> np.ndarray | bool | None:
+    return value() if callable(value) else value
+
+
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Units in the last place between two float arrays of one dtype (ml_dtypes included), as uint64.
 
     Bit patterns are mapped to integers that order like the values, so the distance counts the
     representable numbers between a and b. +0 and -0 are 0 apart. Meaningless where either is NaN.
     """
-    dtype = a.dtype
-    if dtype != b.dtype:
+    if a.dtype != b.dtype:
         raise ValueError(f"ulp_distance needs one dtype, got {a.dtype} and {b.dtype}")
-    if dtype.itemsize == 8:
+    distance = _ulp(a, b)
+    return distance if distance.dtype == np.uint64 else distance.view(np.uint64)
+
+
+def _ulp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ulp_distance as int64 below 64-bit floats (the distances fit), as uint64 for them."""
+    if a.dtype.itemsize == 8:
         return _ulp_distance_64(a, b)
-    signed = np.dtype(f"i{dtype.itemsize}")
-    lowest = np.iinfo(signed).min
+    signed = np.dtype(f"i{a.dtype.itemsize}")
+    shift = signed.type(8 * a.dtype.itemsize - 1)
+    magnitude = signed.type(np.iinfo(signed).max)
 
     def key(x: np.ndarray) -> np.ndarray:
-        # sign-magnitude → one ordered line, +0 and -0 on the same point (0); it fits the signed type
+        # sign-magnitude → one ordered line, +0 and -0 on the same point (0): a negative pattern
+        # (sign bit set, magnitude m) becomes -m, branch-free and within the signed type
         bits = np.ascontiguousarray(x).view(signed)
-        return np.where(bits < 0, lowest - bits, bits).astype(signed)
+        sign = bits >> shift  # -1 where negative, else 0
+        k = sign & magnitude
+        k ^= bits
+        k -= sign
+        return k
 
-    ka, kb = key(a), key(b)
-    # the distance is below 2**(8*itemsize): the wrapped difference read unsigned is exact
-    with np.errstate(over="ignore"):
-        wrapped = np.where(ka >= kb, ka - kb, kb - ka)
-    return wrapped.view(np.dtype(f"u{dtype.itemsize}")).astype(np.uint64)
+    distance = key(a).astype(np.int64)
+    distance -= key(b)
+    return np.abs(distance, out=distance)
 
 
 def _ulp_distance_64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -212,24 +271,44 @@ def _ulp_distance_64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(ka > kb, ka - kb, kb - ka)
 
 
+_EDGES = np.asarray(ULP_EDGES[:-1], dtype=np.float64)
+# Up to this many buckets in use, a chunk's histogram is counted edge by edge.
+_FEW_BUCKETS = 8
+
+
 def ulp_histogram(distance: np.ndarray) -> list[int]:
     """Counts of ULP distances per bucket of `ULP_EDGES` (0, 1, 2, 3-4, 5-8, ...)."""
-    edges = np.asarray(ULP_EDGES[:-1], dtype=np.float64)
     distance = np.asarray(distance).reshape(-1)
-    small = distance < 64  # most distances: counted directly, then folded into their buckets
-    counts = np.bincount(distance[small].astype(np.intp), minlength=64)
-    buckets = np.searchsorted(edges, np.arange(64, dtype=np.float64), side="left")
-    out = np.bincount(buckets, weights=counts, minlength=len(ULP_EDGES)).astype(np.int64)
-    large = distance[~small]
-    if large.size:
-        out += np.bincount(
-            np.searchsorted(edges, large.astype(np.float64), side="left"), minlength=len(ULP_EDGES)
-        )
-    return [int(c) for c in out]
+    if distance.dtype == np.uint64 and distance.size and int(distance.max()) < 1 << 63:
+        distance = distance.view(np.int64)
+    return [int(c) for c in _histogram(distance)]
+
+
+def _histogram(distance: np.ndarray) -> np.ndarray:
+    """`ulp_histogram` as an array, for int64 or uint64 distances."""
+    largest = int(distance.max()) if distance.size else 0
+    top = int(np.searchsorted(_EDGES, float(largest), side="left"))
+    if top < _FEW_BUCKETS:
+        # Rounding differences span a few ulps: counting below each edge beats bincount, which
+        # slows to a crawl when most elements fall into one bin
+        below = [np.count_nonzero(distance <= edge) for edge in ULP_EDGES[:top]]
+        out = np.zeros(len(ULP_EDGES), np.int64)
+        out[:top] = np.diff(below, prepend=0)
+        out[top] = distance.size - (below[-1] if below else 0)
+        return out
+    # bucket of d >= 1: 1 + bit_length(d - 1) (1 → 1, 2 → 2, 3..4 → 3, 5..8 → 4, ...), read from
+    # the exponent of d - 1; past 2**53 the float rounds, but those fall in the last bucket anyway
+    _, exponent = np.frexp(distance.astype(np.float64) - 1.0)
+    exponent += 1
+    exponent[distance == 0] = 0
+    np.minimum(exponent, len(ULP_EDGES) - 1, out=exponent)
+    return np.bincount(exponent, minlength=len(ULP_EDGES)).astype(np.int64)
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool((np.ascontiguousarray(a).view(np.uint8) != np.ascontiguousarray(b).view(np.uint8)).any())
+    a, b = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
+    word = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else np.dtype(np.uint8)
+    return not np.array_equal(a.view(word), b.view(word))
 
 
 def _nan_count(x: np.ndarray) -> int:

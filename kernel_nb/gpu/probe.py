@@ -155,7 +155,10 @@ def locate_divergence(
         result = prober(run, probed, grid, args, kwargs)
     except Exception as exc:  # the statement comparison is extra: the cell goes on without it
         return Divergence(launch.index, launch.kernel, device, error=f"{type(exc).__name__}: {exc}")
-    return analyse(launch, probed, result, device=device, rtol=rtol, atol=atol, plain=plain)
+    fp_fusion = kwargs.get("enable_fp_fusion", True) is not False
+    return analyse(
+        launch, probed, result, device=device, rtol=rtol, atol=atol, plain=plain, fp_fusion=fp_fusion
+    )
 
 
 def analyse(
@@ -167,9 +170,11 @@ def analyse(
     rtol: float | None = None,
     atol: float | None = None,
     plain: Mapping[str, np.ndarray] | None = None,
+    fp_fusion: bool = True,
 ) -> Divergence:
     """Compare what a probed run logged with the interpreter's records of the same programs, and
-    what it wrote with what the plain compiled run wrote (`plain`, per buffer)."""
+    what it wrote with what the plain compiled run wrote (`plain`, per buffer; `fp_fusion`: both
+    were compiled with it, Triton's default)."""
     facts = probed.facts
     probe = Probe(
         storage={stmt: point.storage for stmt, point in probed.layout.points.items()},
@@ -202,6 +207,12 @@ def analyse(
             + "; ".join(d.text() for d in drift)
             + "): logging the statements changed how the compiler scheduled them, so the GPU values "
             "above are the probed run's, which can differ from the plain run's in these last bits"
+            + (
+                "; `--exact-probe` (GpuOptions(exact_probe=True)) compiles both without fp fusion, "
+                "which keeps the compiler from contracting them differently"
+                if fp_fusion
+                else ", even without fp fusion"
+            )
         )
     return Divergence(
         launch.index, launch.kernel, device, programs, tf32=result.tf32, notes=notes, probe_drift=tuple(drift)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -66,6 +67,13 @@ class GpuOptions:
         sources_dir: where the probed variants' source files are written and kept; None (the
             default): a directory of this process, ``kernel-nb-XXXXXXXX`` in the temp directory,
             removed when the process exits.
+        exact_probe: in "compare" mode, compile the plain launch and the probed variant without
+            fp fusion (``enable_fp_fusion=False``, ``--exact-probe``). Logging a value gives it a
+            second use, which changes which a*b+c the compiler contracts into an fma; without
+            contraction the variant computes what the plain kernel computes, so the statement
+            values explain the compared run bit for bit. The comparison then judges the kernel
+            compiled without fusion, and says so. The variant's outputs are checked against the
+            plain run's either way.
     """
 
     mode: Mode = "gpu"
@@ -77,6 +85,7 @@ class GpuOptions:
     sass: bool = True
     divergence: bool | None = None
     sources_dir: str | Path | None = None
+    exact_probe: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("gpu", "compare", "interpret"):
@@ -149,6 +158,8 @@ class GpuSession(Session):
         if selected:
             check_pids(arguments.kernel, self.options.pids, sizes)
         self._check_context(arguments)
+        if mode == "compare" and selected and self.gpu_options.exact_probe:
+            kwargs = {**kwargs, "enable_fp_fusion": False}
         if mode == "gpu" or not selected:
             self.gpu.launches.append(
                 self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
@@ -167,14 +178,17 @@ class GpuSession(Session):
         the arrays as they were.
         """
         before = arguments.snapshot()
+        clock = time.perf_counter()
         try:
             launch = self._interpret(kernel, grid, args, kwargs)
         except KernelError as error:
             if error.launch is not None:
                 self._compare_failed(error.launch, arguments, kernel, grid, args, kwargs, before, error)
             raise
+        seconds = {"interpret": time.perf_counter() - clock}
         cpu = arguments.snapshot()
         arguments.restore(before)
+        clock = time.perf_counter()
         try:
             gpu_launch = self._launcher(self._triton_run, kernel, grid, args, kwargs, len(self.gpu))
         except BaseException as failure:
@@ -183,10 +197,16 @@ class GpuSession(Session):
             raise
         self.gpu.launches.append(gpu_launch)
         gpu = arguments.snapshot()
+        seconds["gpu"] = time.perf_counter() - clock
+        clock = time.perf_counter()
         launch.artifacts = gpu_launch.artifacts
         launch.comparison = compare_launch(launch, arguments, before, cpu, gpu, self.gpu_options, gpu_launch)
+        seconds["diff"] = time.perf_counter() - clock
+        launch.comparison.seconds = seconds
+        launch.comparison.fp_fusion = kwargs.get("enable_fp_fusion", True) is not False
         pids = divergence_pids(launch, self.options, self.gpu_options)
         if pids and self._prober is not None:
+            clock = time.perf_counter()
             arguments.restore(before)
             try:
                 launch.divergence = locate_divergence(
@@ -208,6 +228,7 @@ class GpuSession(Session):
                 restore_after(arguments, gpu, failure)
                 raise
             arguments.restore(gpu)
+            seconds["divergence"] = time.perf_counter() - clock
         if self.gpu_options.keep == "cpu":
             arguments.restore(cpu)
 
@@ -238,6 +259,7 @@ class GpuSession(Session):
         launch.artifacts = gpu_launch.artifacts
         comparison = compare_launch(launch, arguments, before, before, gpu, self.gpu_options, gpu_launch)
         comparison.cpu_error = error.message
+        comparison.fp_fusion = kwargs.get("enable_fp_fusion", True) is not False
         launch.comparison = comparison
 
     def _check_context(self, arguments: Arguments) -> None:
@@ -310,8 +332,9 @@ def compare_launch(
             *span,
             shape=leaf.shape,
             tolerance=tolerance,
-            cpu_writes=_sized(buffer_map.writes, span[0].size) if buffer_map is not None else None,
-            last_writer=_sized(buffer_map.last_writer, span[0].size) if buffer_map is not None else None,
+            # the interpreter's per-element bookkeeping is settled only if the values alone cannot say
+            cpu_writes=_written(buffer_map, span[0].size),
+            last_writer=_lazy(buffer_map, "last_writer", span[0].size),
             pid_of=launch.pid_of,
         )
         if compared is not None:
@@ -328,7 +351,11 @@ def compare_launch(
 
 def _scoped(dtype: Any, tf32: bool, fed: set[str] | None, name: str, options: GpuOptions) -> Tolerance:
     """The buffer's tolerance: tf32's where a tf32 dot's result is stored into it (every fp32 buffer
-    when the source cannot say), the dtype's own elsewhere, saying which and why."""
+    when the source cannot say), the dtype's own elsewhere, saying which and why.
+
+    tf32's also where the interpreter rounds the dot's inputs as the GPU does (numerics="gpu"):
+    the sums' order still differs, and a line that cancels (na + nb - 2 * dot) magnifies that far
+    beyond fp32's rule, measured on an H200."""
     reached = tf32 and (fed is None or name.split(".")[0] in fed)
     tolerance = tolerance_for(dtype, tf32=reached, rtol=options.rtol, atol=options.atol)
     if np.dtype(dtype) != np.float32 or not tf32:
@@ -368,9 +395,25 @@ def divergence_pids(launch: Launch, options: Options, gpu: GpuOptions) -> tuple[
     return ()
 
 
-def _sized(values: Any, size: int) -> Any:
-    # BufferMap arrays cover the argument's span; a mismatch in length means they describe something else
-    return values if len(values) == size else None
+def _written(buffer_map: Any, size: int) -> Callable[[], bool] | None:
+    """A function that says whether the interpreter wrote the buffer (`BufferMap.written`: without
+    adding up its per-element counts where the marks can say)."""
+    if buffer_map is None or buffer_map.size != size:
+        return None
+    return lambda: bool(buffer_map.written)
+
+
+def _lazy(buffer_map: Any, attribute: str, size: int) -> Callable[[], Any] | None:
+    """A function that returns a `BufferMap` array if it covers `size` elements, else None."""
+    if buffer_map is None:
+        return None
+
+    def read() -> Any:
+        values = getattr(buffer_map, attribute)
+        # BufferMap arrays cover the argument's span; another length means they describe something else
+        return values if len(values) == size else None
+
+    return read
 
 
 def run(options: Options | None = None, **gpu: Any) -> GpuSession:

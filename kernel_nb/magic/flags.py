@@ -227,6 +227,16 @@ FLAGS: tuple[Flag, ...] = (
         modes=("compare",),
     ),
     Flag(
+        "--exact-probe",
+        "gpu",
+        "exact_probe",
+        "compare: compile the GPU side without fp fusion, so that the statement probe computes"
+        " exactly what the compared run computes.",
+        {"action": "store_const", "const": True},
+        show=_on_when(True),
+        modes=("compare",),
+    ),
+    Flag(
         "--ir",
         "magic",
         "ir",

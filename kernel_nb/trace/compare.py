@@ -49,7 +49,9 @@ class Tolerance:
         if not self.atol_of_max or not is_float(reference.dtype):
             return float(self.atol)
         values = reference if reference.dtype.kind == "f" else reference.astype(np.float32)
-        largest = np.max(np.abs(values), where=np.isfinite(values), initial=0.0)
+        largest = max(float(values.max(initial=0.0)), -float(values.min(initial=0.0)))
+        if not math.isfinite(largest):  # a NaN or an Inf among them: the finite ones alone
+            largest = np.max(np.abs(values), where=np.isfinite(values), initial=0.0)
         return float(self.atol + self.atol_of_max * float(largest))
 
     def describe(self) -> str:
@@ -153,6 +155,11 @@ class Comparison:
         cpu_error: the interpreter's error when it failed on the launch: `buffers` then hold what
             the GPU wrote against the inputs (the interpreter wrote nothing), and the cell failed.
         gpu_error: the compiled side's error when it failed too.
+        seconds: wall time of each step: "interpret", "gpu" (the compiled launch, compile and
+            copies included), "diff" (the buffer comparison), "divergence" (the probed run and its
+            analysis) where it ran.
+        fp_fusion: the compiled side contracted a*b+c into fmas (Triton's default); False when
+            it was compiled with ``enable_fp_fusion=False`` (by the caller, or ``exact_probe``).
     """
 
     launch: int
@@ -163,6 +170,23 @@ class Comparison:
     kept: Literal["gpu", "cpu"] = "gpu"
     cpu_error: str | None = None
     gpu_error: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    fp_fusion: bool = True
+
+    def rules(self) -> str:
+        """Which tolerance rule applied to how many elements, e.g.
+        "fp32 with tf32 dots (...): 256 elements (c_ptr); fp32 (...): 16 elements (norm_ptr)"."""
+        groups: dict[str, list[BufferComparison]] = {}
+        for buffer in self.buffers:
+            groups.setdefault(buffer.tolerance.reason or buffer.tolerance.describe(), []).append(buffer)
+        return "; ".join(
+            f"{reason}: {sum(b.size for b in group)} elements ({', '.join(b.arg for b in group)})"
+            for reason, group in groups.items()
+        )
+
+    def timing(self) -> str:
+        """Where the launch's comparison spent its time, e.g. "interpret 0.21 s, gpu 0.03 s, diff 0.04 s"."""
+        return ", ".join(f"{step} {value:.3g} s" for step, value in self.seconds.items())
 
     @property
     def ok(self) -> bool:
@@ -193,7 +217,12 @@ class Comparison:
 
     def report(self) -> str:
         """The verdict, then one line per buffer compared."""
-        return "\n".join([self.verdict(), *(f"  {b.line()}" for b in self.buffers)])
+        lines = [self.verdict(), *(f"  {b.line()}" for b in self.buffers)]
+        if self.tf32 and self.buffers:
+            lines.append(f"  tolerances: {self.rules()}")
+        if not getattr(self, "fp_fusion", True):
+            lines.append("  (the GPU side was compiled without fp fusion: enable_fp_fusion=False)")
+        return "\n".join(lines)
 
 
 def ulp_bucket_labels() -> list[str]:

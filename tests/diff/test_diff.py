@@ -187,3 +187,47 @@ def test_a_buffer_of_several_chunks_is_judged_as_one():
     counted = ~(np.isnan(cpu) | np.isnan(gpu))
     assert compared.ulp_hist == compare.ulp_histogram(ulp[counted])
     assert compared.max_ulp == int(ulp[counted].max())
+
+
+def _reference(cpu, gpu, tolerance):
+    """compare_buffer's verdicts computed plainly, element by element in float64."""
+    c, g = cpu.astype(np.float64), gpu.astype(np.float64)
+    c_nan, g_nan = np.isnan(c), np.isnan(g)
+    finite = np.isfinite(c) & np.isfinite(g)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(g - c), 0.0)
+    floor = tolerance.floor(cpu)
+    nan_mismatch = c_nan != g_nan
+    inf_mismatch = ~finite & ~(c_nan | g_nan) & (c != g)
+    out = (diff > floor + tolerance.rtol * np.abs(c)) | nan_mismatch | inf_mismatch
+    counted = finite | (~(c_nan | g_nan) & (c == g))
+    ulp = compare.ulp_distance(cpu, gpu)[counted]
+    return (
+        np.flatnonzero(out),
+        compare.ulp_histogram(ulp),
+        int(ulp.max(initial=0)),
+        float(diff.max(initial=0)),
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64])
+@pytest.mark.parametrize("every", [1, 3, 50])  # most elements differ (whole chunks), or few (gathered)
+def test_every_chunk_path_gives_the_plain_verdicts(dtype, every):
+    rng = np.random.default_rng(every)
+    size = 2 * compare_buffers.CHUNK + 101
+    cpu = (rng.standard_normal(size) * 10).astype(dtype)
+    gpu = cpu.copy()
+    steps = rng.integers(1, 40, size)[::every]
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    gpu.view(bits)[::every] += steps.astype(bits)  # 1 to 39 ulp up (away from zero)
+    gpu[[5, 70000]] = np.inf
+    cpu[[9, 70000]] = np.nan
+    gpu[[9, 11]] = np.nan
+    cpu[12] = gpu[12] = -np.inf
+    compared = compare.compare_buffer("y", np.zeros_like(cpu), cpu, gpu)
+    positions, histogram, max_ulp, max_abs = _reference(cpu, gpu, compared.tolerance)
+    assert compared.positions.tolist() == positions.tolist()
+    assert compared.ulp_hist == histogram
+    assert compared.max_ulp == max_ulp
+    assert compared.max_abs == pytest.approx(max_abs)
+    assert compared.nan_mismatches == 2 and compared.inf_mismatches == 1

@@ -123,3 +123,7 @@ def test_compare_relaxes_only_the_buffer_a_tf32_dot_feeds(c_off, norm_off, bad):
         "norm_ptr": "fp32 (no tf32 dot reaches it)",
     }
     assert [buffer.arg for buffer in comparison.buffers if not buffer.ok] == bad
+    assert (
+        "fp32 with tf32 dots (a tf32 dot's result is stored into it): 256 elements (c_ptr)"
+        in comparison.report()
+    )

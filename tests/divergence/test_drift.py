@@ -13,7 +13,7 @@ from tests.divergence.support import interpret
 from tests.engine import kernels as k
 
 
-def _probed_add(bump):
+def _probed_add(bump, fp_fusion=True):
     x, y = np.arange(300, dtype=np.float32), np.ones(300, np.float32)
     args, kwargs = (x, y, np.zeros(300, np.float32), 300), {"BLOCK": 128}
     launch = interpret(k.add_kernel, (3,), args, kwargs)
@@ -26,7 +26,7 @@ def _probed_add(bump):
     plain = {"out_ptr": copies[2].copy()}
     bump(plain["out_ptr"])
     result = ProbeRun(logs, addresses_from_log(launch, logs), outputs={"out_ptr": copies[2]})
-    return analyse(launch, probed, result, plain=plain)
+    return analyse(launch, probed, result, plain=plain, fp_fusion=fp_fusion)
 
 
 def test_a_probed_run_that_wrote_what_the_plain_run_wrote_says_nothing():
@@ -45,9 +45,20 @@ def test_a_probed_run_that_wrote_other_last_bits_is_named_with_how_much():
     assert divergence.notes == [
         "the probed variant wrote other values than the plain compiled run (out_ptr: 3 of 300 elements differ "
         "(max abs 3.05e-05, max 2 ulp)): logging the statements changed how the compiler scheduled them, so "
-        "the GPU values above are the probed run's, which can differ from the plain run's in these last bits"
+        "the GPU values above are the probed run's, which can differ from the plain run's in these last bits; "
+        "`--exact-probe` (GpuOptions(exact_probe=True)) compiles both without fp fusion, which keeps the "
+        "compiler from contracting them differently"
     ]
     assert "note: the probed variant wrote other values" in divergence.report()
+
+
+def test_a_probe_that_drifts_without_fp_fusion_says_so_and_suggests_nothing():
+    def bump(out):
+        out[5] = np.nextafter(out[5], np.float32(np.inf))
+
+    divergence = _probed_add(bump, fp_fusion=False)
+    assert len(divergence.notes) == 1
+    assert divergence.notes[0].endswith("in these last bits, even without fp fusion")
 
 
 def test_probe_drift_compares_bits_so_nans_in_the_same_places_agree():

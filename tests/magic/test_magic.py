@@ -350,6 +350,7 @@ def test_line_magic_sets_and_shows_the_defaults(ip, magics, capsys):
         "  --keep        gpu\n"
         "  --rtol        per dtype\n"
         "  --atol        per dtype\n"
+        "  --exact-probe off\n"
         "  --ir          off\n"
         "  --target      this GPU's, else cuda:90\n"
         "  --quiet       on\n"
