@@ -6,7 +6,9 @@ computed, saved with its trace and inspected anywhere.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -41,6 +43,53 @@ class _Stats:
 
     def __post_init__(self) -> None:
         self.histogram = np.zeros(self.buckets, np.int64)
+
+
+def _compare_chunks(cpu: np.ndarray, gpu: np.ndarray, floor: float, rtol: float) -> _Stats:
+    """The verdicts of flat `cpu` against flat `gpu`, chunk by chunk.
+
+    In chunks, so that every temporary is reused from chunk to chunk instead of page-faulted in
+    fresh for the whole buffer. numpy lets go of the GIL inside each operation: a large buffer's
+    chunks are split into a few contiguous spans compared on threads, whose verdicts add up in
+    order (the same verdicts as one pass).
+    """
+    starts = list(range(0, cpu.size, CHUNK))
+    workers = min(_WORKERS, len(starts) // _CHUNKS_PER_WORKER)
+
+    def span(group: list[int]) -> _Stats:
+        stats = _Stats(len(ULP_EDGES))
+        for lo in group:
+            _compare_chunk(cpu[lo : lo + CHUNK], gpu[lo : lo + CHUNK], lo, floor, rtol, stats)
+        return stats
+
+    if workers < 2:
+        return span(starts)
+    groups = [list(g) for g in np.array_split(np.asarray(starts), workers)]
+    parts = list(_pool().map(span, groups))
+    total = parts[0]
+    for part in parts[1:]:
+        total.positions.extend(part.positions)
+        total.histogram += part.histogram
+        if part.max_abs > total.max_abs:
+            total.max_abs, total.max_abs_at = part.max_abs, part.max_abs_at
+        total.max_rel = max(total.max_rel, part.max_rel)
+        total.max_ulp = max(total.max_ulp, part.max_ulp)
+        total.nan_mismatches += part.nan_mismatches
+        total.inf_mismatches += part.inf_mismatches
+    return total
+
+
+_WORKERS = max(1, min(8, os.cpu_count() or 1))
+# Below this many chunks per thread, a thread's start costs more than it saves.
+_CHUNKS_PER_WORKER = 4
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="kernel-nb-diff")
+    return _POOL
 
 
 def _compare_chunk(
@@ -182,11 +231,7 @@ def compare_buffer(
     tolerance = tolerance or default_tolerance(dtype)
     floor = tolerance.floor(cpu)
     flat_cpu, flat_gpu = np.ascontiguousarray(cpu).reshape(-1), np.ascontiguousarray(gpu).reshape(-1)
-    # In chunks, so that every temporary is reused from chunk to chunk instead of page-faulted in
-    # fresh for the whole buffer; the verdicts of the chunks add up.
-    total = _Stats(len(ULP_EDGES))
-    for lo in range(0, flat_cpu.size, CHUNK):
-        _compare_chunk(flat_cpu[lo : lo + CHUNK], flat_gpu[lo : lo + CHUNK], lo, floor, tolerance.rtol, total)
+    total = _compare_chunks(flat_cpu, flat_gpu, floor, tolerance.rtol)
     positions = np.concatenate(total.positions) if total.positions else np.zeros(0, np.int64)
     writers: list[tuple[Pid | None, int]] = []
     writer_of = _resolve(last_writer) if positions.size else None

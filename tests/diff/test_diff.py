@@ -231,3 +231,21 @@ def test_every_chunk_path_gives_the_plain_verdicts(dtype, every):
     assert compared.max_ulp == max_ulp
     assert compared.max_abs == pytest.approx(max_abs)
     assert compared.nan_mismatches == 2 and compared.inf_mismatches == 1
+
+
+def test_chunks_compared_on_threads_give_the_verdicts_of_one_pass(monkeypatch):
+    rng = np.random.default_rng(11)
+    size = 9 * compare_buffers.CHUNK + 5
+    cpu = rng.standard_normal(size).astype(np.float32)
+    gpu = cpu.copy()
+    gpu[::2] = np.nextafter(gpu[::2], np.float32(np.inf))
+    gpu[rng.integers(0, size, 40)] += np.float32(0.5)
+    gpu[[3, 8 * compare_buffers.CHUNK]] = np.nan
+    monkeypatch.setattr(compare_buffers, "_WORKERS", 1)
+    one = compare.compare_buffer("y", np.zeros_like(cpu), cpu, gpu)
+    monkeypatch.setattr(compare_buffers, "_WORKERS", 4)
+    monkeypatch.setattr(compare_buffers, "_CHUNKS_PER_WORKER", 1)
+    threaded = compare.compare_buffer("y", np.zeros_like(cpu), cpu, gpu)
+    assert threaded.positions.tolist() == one.positions.tolist() and one.mismatches > 40
+    for field in ("max_abs", "max_abs_at", "max_rel", "max_ulp", "ulp_hist", "nan_mismatches"):
+        assert getattr(threaded, field) == getattr(one, field), field
