@@ -327,9 +327,9 @@ def _print_footer(args: argparse.Namespace, cases: list[str], sides: list[str], 
         " costs included);\n"
         f"warm = median of the {args.repeats} launches after it in the same process; every time is the"
         f" median of {args.processes} process(es) per side;\n"
-        "knb = kernel_nb: `with kernel_nb.interpret(): launch()`, default options (capture on);"
-        " nocap = the same with capture=False;\n"
-        "1st x, warm x = stock / knb (above 1: kernel_nb is faster); numpy = bench/numpy_floor.py, the same"
+        "knb = kernel_nb: `with kernel_nb.interpret(): launch()`, default options (capture on)"
+        + ("; nocap = the same with capture=False;\n" if NO_CAPTURE in sides else ";\n")
+        + "1st x, warm x = stock / knb (above 1: kernel_nb is faster); numpy = bench/numpy_floor.py, the same"
         " computation vectorised (warm); knb/np = knb warm / numpy;\n"
         "MiB = peak RSS above the inputs over the first and warm launches, the largest of the processes;"
         " limit = 4 x the launch's array bytes + Options().budget_bytes; within = knb MiB <= limit"
