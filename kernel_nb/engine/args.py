@@ -14,7 +14,7 @@ import fractions
 import signal
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,7 @@ import numpy as np
 from kernel_nb.engine import arrays, triton_compat
 from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.memory import Memory, copy_regions
+from kernel_nb.engine.snapshot import InputSnapshot
 from kernel_nb.poison import PoisonedArray, poison_value
 from kernel_nb.trace import ArgumentInfo
 
@@ -119,12 +120,31 @@ class BoundArguments:
     infos: list[ArgumentInfo]
     originals: dict[str, Any]  # parameter → what the caller passed (for the grid callable)
 
-    def snapshot(self) -> list[np.ndarray]:
-        return [m.copy.copy() for m in self.memories]
+    def snapshot(self, only: set[int] | None = None) -> list[np.ndarray | None]:
+        """A copy of every memory's copy (or of those whose indices are in `only`, None for the rest)."""
+        return [m.copy.copy() if only is None or i in only else None for i, m in enumerate(self.memories)]
 
-    def restore(self, snapshot: list[np.ndarray]) -> None:
+    def inputs(self) -> InputSnapshot:
+        """The launch's inputs, copied where the launch changes them (see `InputSnapshot`)."""
+        poisoned = {
+            i for i, m in enumerate(self.memories) if any(b.poisoned for b in self.buffers if b.memory is m)
+        }
+        return InputSnapshot(self.memories, eager=poisoned)
+
+    def restore(self, snapshot: Sequence[np.ndarray | None]) -> None:
+        """Put the memories back as `snapshot` holds them (a None entry: left as it is)."""
         for memory, saved in zip(self.memories, snapshot):
-            memory.copy[...] = saved
+            if saved is not None and saved is not memory.copy:
+                memory.copy[...] = saved
+
+    def written_memories(self, written: Callable[[str], bool]) -> set[int]:
+        """Indices of the memories holding an argument that `written` says the launch wrote, or
+        that was poisoned (its copy differs from the caller's memory from the start)."""
+        return {
+            i
+            for i, memory in enumerate(self.memories)
+            if any(b.poisoned or written(b.name) for b in self.buffers if b.memory is memory)
+        }
 
     def poison(self, names: tuple[str, ...]) -> None:
         """Fill the named arguments' copies with the poison value and mark them uninitialised.
@@ -140,17 +160,19 @@ class BoundArguments:
             arg.span_view()[...] = poison_value(arg.dtype)
             arg.poisoned = True
 
-    def commit(self, written: Callable[[str], bool] | None = None) -> None:
+    def commit(
+        self, written: Callable[[str], bool] | None = None, inputs: InputSnapshot | None = None
+    ) -> None:
         """Write the copies back to the caller's memory, with Ctrl-C held until the copy is complete:
-        every copy, or those holding an argument that `written` says the launch wrote (or that was
-        poisoned: its copy differs from the caller's memory from the start)."""
+        every copy, or those `written_memories` names (the others were only read: the caller's
+        memory already holds them). `inputs` first copies out what the caller's memory held."""
+        chosen = set(range(len(self.memories))) if written is None else self.written_memories(written)
         with _deferred_interrupt():
-            for memory in self.memories:
-                if written is not None and not any(
-                    b.poisoned or written(b.name) for b in self.buffers if b.memory is memory
-                ):
-                    continue  # only read: the caller's memory already holds it
-                memory.write_back()
+            if inputs is not None:
+                inputs.before_write_back({i for i in chosen if not self.memories[i].read_only})
+            for i, memory in enumerate(self.memories):
+                if i in chosen:
+                    memory.write_back()
 
 
 def bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> BoundArguments:

@@ -10,8 +10,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from kernel_nb.engine import failure, triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arrays import ArgumentError
@@ -21,6 +19,7 @@ from kernel_nb.engine.order import ProgramOrder
 from kernel_nb.engine.perturb import detect_masked_fill
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
+from kernel_nb.engine.snapshot import InputSnapshot, TypedSnapshot
 from kernel_nb.errors import KernelError, LaunchArgumentError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, ProgramTrace
@@ -89,7 +88,7 @@ class Engine:
             budget_bytes=self.options.budget_bytes,
         )
         _check_pids(self.options, launch.grid)
-        snapshot = bound.snapshot()
+        snapshot = bound.inputs()
         launch.snapshot = _typed_snapshot(bound, snapshot)
         order = _program_order(launch.grid, self.options)
         started = time.perf_counter()
@@ -106,7 +105,7 @@ class Engine:
                 fn, launch, bound, snapshot, self.options, self.rewrites, self.interrupts
             )
         try:
-            bound.commit(lambda name: launch.buffers[name].written)
+            bound.commit(lambda name: launch.buffers[name].written, inputs=snapshot)
         except KeyboardInterrupt:
             raise LaunchInterrupted(
                 f"{launch.kernel}: interrupted while its results were written back, which was "
@@ -126,7 +125,7 @@ class Engine:
         fn: Callable[..., Any],
         launch: Launch,
         bound: BoundArguments,
-        snapshot: list[np.ndarray],
+        snapshot: InputSnapshot,
         order: ProgramOrder,
     ) -> SerialRun:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
@@ -169,7 +168,7 @@ class Engine:
         fn: Callable[..., Any],
         launch: Launch,
         bound: BoundArguments,
-        snapshot: list[np.ndarray],
+        snapshot: InputSnapshot,
         pid: Pid,
     ) -> ProgramTrace:
         """Run one program again from the launch's input snapshot, keeping all its values.
@@ -178,6 +177,7 @@ class Engine:
         detector reports such launches). Programs that wait for each other cannot run alone: the
         whole launch runs again, in turns, keeping the values of `pid` only.
         """
+        snapshot.materialize()  # the replay writes the private copies, which may hold inputs
         bound.restore(snapshot)
         context = SerialRun(
             fn, launch, bound, self.options, self.rewrites, self.interrupts, replay=True, replay_pid=pid
@@ -192,7 +192,7 @@ def _alive(owner: weakref.ref[Launch]) -> Launch:
     return launch
 
 
-def _start_over(launch: Launch, bound: BoundArguments, snapshot: list[np.ndarray]) -> None:
+def _start_over(launch: Launch, bound: BoundArguments, snapshot: InputSnapshot) -> None:
     """Forget what a failed attempt at the launch did."""
     bound.restore(snapshot)
     launch.programs, launch.statements, launch.sources, launch.findings = {}, [], {}, []
@@ -300,10 +300,9 @@ def _program_order(grid: Pid, options: Options) -> ProgramOrder:
     return ProgramOrder(grid, options.order, options.seed)
 
 
-def _typed_snapshot(bound: BoundArguments, snapshot: list[np.ndarray]) -> dict[str, np.ndarray]:
-    views = {}
+def _typed_snapshot(bound: BoundArguments, snapshot: InputSnapshot) -> TypedSnapshot:
+    spans = {}
     for arg in bound.buffers:
         memory_index = next(i for i, m in enumerate(bound.memories) if m is arg.memory)
-        raw = snapshot[memory_index][arg.span_lo : arg.span_hi]
-        views[arg.name] = raw.view(arg.dtype)
-    return views
+        spans[arg.name] = (memory_index, arg.span_lo, arg.span_hi, arg.dtype)
+    return TypedSnapshot(snapshot, spans)

@@ -27,6 +27,8 @@ WINDOW_BITS = 44
 WINDOWS_START = 1 << 57
 WINDOW_COUNT = ((1 << 63) - WINDOWS_START) >> WINDOW_BITS
 _PAGE = 4096
+# Bytes written back at a time (see _host_access).
+_PIECE = 1 << 20
 
 
 def window_base(window: int, caller_lo: int) -> int:
@@ -177,10 +179,15 @@ def _host_access(lo: int, hi: int) -> Access:
         return arrays.host_bytes(lo, hi)  # the caller copies it into the arena
 
     def write(data: np.ndarray) -> None:
+        # only the bytes that differ: a read-only input sharing the region stays untouched. In
+        # pieces, with one mask reused: no temporary the size of the region to fault in
         target = arrays.host_bytes(lo, hi)
-        changed = target != data
-        if changed.any():  # a read-only input stays untouched
-            target[changed] = data[changed]
+        changed = np.empty(min(_PIECE, target.size), bool)
+        for start in range(0, target.size, _PIECE):
+            t, d = target[start : start + _PIECE], data[start : start + _PIECE]
+            mask = np.not_equal(t, d, out=changed[: t.size])
+            if mask.any():
+                np.copyto(t, d, where=mask)
 
     return read, write
 

@@ -35,6 +35,7 @@ from kernel_nb.engine.patches import patched_methods
 from kernel_nb.engine.recorder import Recorder
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
+from kernel_nb.engine.snapshot import InputSnapshot
 from kernel_nb.engine.waiting import waits
 from kernel_nb.errors import KernelError
 from kernel_nb.options import Options
@@ -70,7 +71,7 @@ def detect_masked_fill(
     fn: Callable[..., Any],
     launch: Launch,
     bound: BoundArguments,
-    snapshot: list[np.ndarray],
+    snapshot: InputSnapshot,
     options: Options,
     rewrites: RewriteCache,
     interrupts: InterruptWatch,
@@ -87,7 +88,12 @@ def detect_masked_fill(
     # breakpoint() in the source stops any run of it; the rewrite the launch made says so
     if rewrites.rewritten(fn, instrument=options.capture).breakpoints:
         return []
-    results = bound.snapshot()
+    # the launch's results, to put back after the replays: the memories it wrote (the others hold
+    # its inputs, which `snapshot` gives back)
+    wrote = bound.written_memories(lambda name: launch.buffers[name].written)
+    results = [
+        saved if saved is not None else snapshot[i] for i, saved in enumerate(bound.snapshot(only=wrote))
+    ]
     # only the events are compared: no statement records (a program of 2**20 lanes keeps every
     # value of a replay), and no line breakpoints, which only instrumented functions hold
     quiet = dataclasses.replace(options, capture=False, detect=False, progress=None)
@@ -143,7 +149,7 @@ class _Replayer:
         fn: Callable[..., Any],
         launch: Launch,
         bound: BoundArguments,
-        snapshot: list[np.ndarray],
+        snapshot: InputSnapshot,
         options: Options,
         rewrites: RewriteCache,
         interrupts: InterruptWatch,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -101,7 +101,7 @@ class Launch:
     duration_s: float = 0.0
     budget_bytes: int = 0
     kept_bytes: int = 0
-    snapshot: dict[str, np.ndarray] = field(default_factory=dict)
+    snapshot: Mapping[str, np.ndarray] = field(default_factory=dict)
     strategy: str = "serial"
     strategy_note: str = ""
     turns: list[tuple[Pid, int | None]] = field(default_factory=list)

@@ -155,13 +155,13 @@ def test_ctrl_c_during_setup_is_a_launch_interrupted(monkeypatch, step):
         return originals[step](*args, **kwargs)
 
     if step == "snapshot":
-        original_snapshot = engine_args.BoundArguments.snapshot
+        original_inputs = engine_args.BoundArguments.inputs
 
-        def slow_snapshot(self):
+        def slow_inputs(self):
             time.sleep(5)
-            return original_snapshot(self)
+            return original_inputs(self)
 
-        monkeypatch.setattr(engine_args.BoundArguments, "snapshot", slow_snapshot)
+        monkeypatch.setattr(engine_args.BoundArguments, "inputs", slow_inputs)
     else:
         monkeypatch.setattr(engine_launch, {"bind": "bind", "grid": "_resolve_grid"}[step], slow)
     x, y, out = _inputs()

@@ -149,12 +149,13 @@ class Access:
             return full
         if self.active is None:
             return picked if runs is not None else view[self.index()]
+        # a fresh array either way (fancy indexing copies): the masked lanes are filled in place
         gathered = picked if runs is not None else view[np.where(self.active, self.index(), 0)]
-        if fill is None:
-            return np.where(self.active, gathered, np.zeros((), view.dtype))
-        return np.where(
-            self.active, gathered, np.broadcast_to(fill, self.addresses.shape).reshape(gathered.shape)
-        )
+        if gathered.shape != self.active.shape:
+            gathered = np.array(np.broadcast_to(gathered, self.active.shape))
+        filler = np.zeros((), view.dtype) if fill is None else np.broadcast_to(fill, self.addresses.shape)
+        np.copyto(gathered, filler.reshape(gathered.shape) if filler.ndim else filler, where=~self.active)
+        return gathered
 
     def _whole_runs(self, size: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
         """The runs (see `runs`) split for writing: which runs are inside the map with every lane

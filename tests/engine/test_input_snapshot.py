@@ -1,0 +1,66 @@
+"""A launch keeps its inputs, copied only where it changes them: a replay computes from the inputs
+whatever the caller did to the arrays after the launch."""
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+
+import kernel_nb
+from kernel_nb.engine.args import bind
+from tests.engine import kernels as k
+
+
+@triton.jit
+def _accumulate(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    before = tl.load(out_ptr + offs)
+    total = before + tl.load(x_ptr + offs) * 2.0
+    tl.store(out_ptr + offs, total)
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+def test_a_replay_reads_the_inputs_after_the_caller_changed_its_arrays(strategy):
+    x = np.arange(256, dtype=np.float32)
+    out = np.full(256, 10.0, np.float32)
+    with kernel_nb.interpret(budget_bytes=0, strategy=strategy) as session:  # nothing kept: replays
+        _accumulate[(2,)](x, out, BLOCK=128)
+    np.testing.assert_array_equal(out, 10.0 + 2 * x)
+    launch = session.trace[0]
+    assert launch.strategy == ("serial" if strategy == "serial" else "batched")
+    x[:] = -1.0  # only read by the launch: its inputs are its private copy, not the caller's array
+    out[:] = 99.0  # written: its inputs were copied before the results were written back
+    np.testing.assert_array_equal(launch.value((1, 0, 0), "before"), np.full(128, 10.0, np.float32))
+    np.testing.assert_array_equal(launch.value((1, 0, 0), "total"), 10.0 + 2 * np.arange(128, 256))
+    np.testing.assert_array_equal(launch.snapshot["x_ptr"], np.arange(256))
+    np.testing.assert_array_equal(launch.snapshot["out_ptr"], np.full(256, 10.0))
+    # and again, after the replay wrote the private copies
+    np.testing.assert_array_equal(launch.value((0, 0, 0), "total"), 10.0 + 2 * np.arange(128))
+
+
+def test_only_the_memories_written_back_are_copied():
+    x, y, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
+    bound = bind(k.add_kernel.fn, (x, y, out, 1000), {"BLOCK": 128})
+    inputs = bound.inputs()
+    assert inputs.copied_bytes == 0
+    out_index = next(
+        i
+        for i, m in enumerate(bound.memories)
+        if any(b.name == "out_ptr" and b.memory is m for b in bound.buffers)
+    )
+    bound.memories[out_index].copy[:] = 7  # the launch's result
+    bound.commit(lambda name: name == "out_ptr", inputs=inputs)
+    assert inputs.copied_bytes == out.nbytes
+    np.testing.assert_array_equal(inputs[out_index].view(np.float32), np.zeros(1000, np.float32))
+    assert (out.view(np.uint8) == 7).all()
+
+
+def test_a_saved_trace_keeps_its_inputs(tmp_path):
+    x, y, out = np.arange(300, dtype=np.float32), np.ones(300, np.float32), np.zeros(300, np.float32)
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    session.trace.save(tmp_path / "t.kntrace")
+    x[:] = 0
+    loaded = kernel_nb.Trace.load(tmp_path / "t.kntrace")
+    np.testing.assert_array_equal(loaded[0].snapshot["x_ptr"], np.arange(300))
+    assert isinstance(loaded[0].snapshot, dict)
