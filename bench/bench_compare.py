@@ -62,6 +62,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--repeats", type=int, default=3, help="warm launches per process")
     parser.add_argument("--processes", type=int, default=3, help="fresh processes per case")
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="comma-separated subset of " + ",".join(CASES)
+    )
     parser.add_argument("--child", metavar="CASE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -72,7 +75,7 @@ def main() -> None:
         + "".join(f" {s:>9}" for s in STEPS)
         + f" {'total':>7}  verdict"
     )
-    for name in CASES:
+    for name in args.cases.split(","):
         runs: list[dict[str, Any]] = []
         for _ in range(args.processes):
             command = [sys.executable, __file__, "--child", name, "--repeats", str(args.repeats)]

@@ -336,6 +336,7 @@ def compare_launch(
             cpu_writes=_written(buffer_map, span[0].size),
             last_writer=_lazy(buffer_map, "last_writer", span[0].size),
             pid_of=launch.pid_of,
+            owned=True,  # spans of this launch's own snapshots, which are only read from now on
         )
         if compared is not None:
             buffers.append(compared)
