@@ -249,7 +249,15 @@ class MemoryGuard:
         recorder = self.recorder
         arg = self.buffer_at(int(lanes[0])) if lanes.size else None
         event = MemoryEvent(
-            kind, recorder.next_seq(), file, line, arg.name if arg else None, int(lanes.size), 0, 0
+            kind,
+            recorder.next_seq(),
+            file,
+            line,
+            arg.name if arg else None,
+            int(lanes.size),
+            0,
+            0,
+            lanes=int(active.size),
         )
         if arg is not None:
             offsets = (lanes.astype(np.int64) - arg.ptr) // arg.itemsize

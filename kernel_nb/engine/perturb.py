@@ -132,13 +132,20 @@ def _candidates(launch: Launch) -> list[Pid]:
             found.append(pid)
     if last is not None:
         held = launch.programs.get(last)
-        if held is None or not held.kept or _masks_lanes(held.events):
+        if held is None or (_masks_lanes(held.events) if held.kept else _may_mask_lanes(held.events)):
             found.append(last)
     return found
 
 
 def _masks_lanes(events: list[MemoryEvent]) -> bool:
     return any(e.kind == "load" and e.mask is not None and not e.mask.all() for e in events)
+
+
+def _may_mask_lanes(events: list[MemoryEvent]) -> bool:
+    """Whether a program whose values were not kept may have loads with masked-off lanes: not
+    when it has loads, every one with its lane count known and all its lanes active."""
+    loads = [e for e in events if e.kind == "load"]
+    return not loads or any(e.lanes == 0 or e.active < e.lanes for e in loads)
 
 
 class _Replayer:

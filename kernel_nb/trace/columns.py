@@ -208,6 +208,7 @@ class EventBlock:
     before: np.ndarray | None = None
     kept_rows: np.ndarray | None = None  # row → index in the arrays (-1: not kept); None: all rows
     rows: np.ndarray | None = None  # which rows' programs made the access (None: all)
+    lanes: int = 0  # lanes per row, masked ones included
 
     def build(self, row: int, keep: bool) -> MemoryEvent:
         live = self.active[row] > 0
@@ -220,6 +221,7 @@ class EventBlock:
             self.active[row],
             self.lo[row],
             self.hi[row],
+            lanes=self.lanes,
         )
         at = row if self.kept_rows is None else int(self.kept_rows[row])
         if keep and at >= 0 and self.mask is not None:

@@ -135,6 +135,8 @@ class MemoryEvent:
         before: for stores and atomics, the element values before the access.
         active: number of active lanes.
         lo, hi: the range [lo, hi) of element offsets the active lanes touched.
+        lanes: number of lanes, masked ones included (0: not known), so that a program whose
+            values were not kept still says whether a mask left lanes out.
     """
 
     kind: str
@@ -149,6 +151,7 @@ class MemoryEvent:
     mask: np.ndarray | None = None
     values: np.ndarray | None = None
     before: np.ndarray | None = None
+    lanes: int = 0
 
 
 @dataclass

@@ -192,3 +192,36 @@ def test_a_filled_loop_bound_does_not_run_for_ever(interpret):
         counted_sum_kernel[(3,)](counts, np.ones(24, np.float32), out, 2, BLOCK=8)
     assert session.trace[0].findings == []
     assert out.tolist() == [2.0, 3.0]
+
+
+def _count_replays(monkeypatch):
+    from kernel_nb.engine import perturb
+
+    replayed = []
+    original = perturb._Replayer.__call__
+
+    def counted(self, pid, *args, **kwargs):
+        replayed.append(pid)
+        return original(self, pid, *args, **kwargs)
+
+    monkeypatch.setattr(perturb._Replayer, "__call__", counted)
+    return replayed
+
+
+def test_a_last_program_not_kept_is_replayed_only_when_its_loads_left_lanes_out(interpret, monkeypatch):
+    replayed = _count_replays(monkeypatch)
+    # 64 programs, nothing kept: the last one's lane counts say whether its mask left lanes out
+    x = np.random.default_rng(0).random(64 * 128 - 50).astype(np.float32)
+    out = np.zeros(1, np.int32)
+    with interpret(budget_bytes=0) as session:
+        count_small_kernel[(64,)](x, out, x.size, BLOCK=128)
+    [finding] = session.trace[0].findings
+    assert finding.kind == "masked_fill_used" and finding.pid == (63, 0, 0)
+    assert replayed and set(replayed) == {(63, 0, 0)}
+
+    replayed.clear()
+    full = np.random.default_rng(0).random(64 * 128).astype(np.float32)
+    with interpret(budget_bytes=0) as session:
+        count_small_kernel[(64,)](full, out, full.size, BLOCK=128)
+    assert session.trace[0].findings == []
+    assert replayed == []  # every lane of every load was active: nothing to replay

@@ -345,12 +345,15 @@ class BatchGuard(MemoryGuard):
                 inside = (index >= 0) & (index < arg.size)
                 self.pairs.append((arg.name, programs[lanes_of_arg][inside], index[inside], reads, writes))
         running = recorder.active
+        lanes_per_row = int(np.prod(addresses.shape[1:]))
         for r, program in enumerate(recorder.programs):
             if running is not None and not running[r]:
                 continue  # a masked loop is done with this program: it made no access
             arg = args[r]
             at = seq if isinstance(seq, int) else int(seq[r])
-            event = MemoryEvent(kind, at, file, line, arg.name if arg else None, int(counts[r]), 0, 0)
+            event = MemoryEvent(
+                kind, at, file, line, arg.name if arg else None, int(counts[r]), 0, 0, lanes=lanes_per_row
+            )
             if arg is not None:
                 if shared is not None:
                     row_offsets = offsets[r]
@@ -415,6 +418,7 @@ class BatchGuard(MemoryGuard):
             lows,
             highs,
             rows=recorder.active,
+            lanes=int(np.prod(addresses.shape[1:])),
         )
         if recorder.keep:
             block.kept_rows = recorder.kept_row_map()
