@@ -11,7 +11,7 @@ from kernel_nb.compare.buffers import (
     ulp_distance,
     ulp_histogram,
 )
-from kernel_nb.compare.dot_reach import dot_fed_buffers
+from kernel_nb.compare.dot_reach import dot_fed_buffers, dot_fed_stores
 from kernel_nb.compare.precision import StatementFacts, facts_of
 from kernel_nb.compare.statements import MAX_LANES, RELAXED_FACTOR, Probe, compare_program, decode
 from kernel_nb.compare.tolerance import EXACT, TF32, default_tolerance, tolerance_for, uses_tf32_dots
@@ -36,6 +36,7 @@ __all__ = [
     "decode",
     "default_tolerance",
     "dot_fed_buffers",
+    "dot_fed_stores",
     "facts_of",
     "tolerance_for",
     "ulp_bucket_labels",

@@ -45,13 +45,20 @@ class _Stats:
         self.histogram = np.zeros(self.buckets, np.int64)
 
 
-def _compare_chunks(cpu: np.ndarray, gpu: np.ndarray, floor: float, rtol: float) -> _Stats:
+def _compare_chunks(
+    cpu: np.ndarray,
+    gpu: np.ndarray,
+    floor: float,
+    rtol: float,
+    other: tuple[np.ndarray, float, float] | None = None,
+) -> _Stats:
     """The verdicts of flat `cpu` against flat `gpu`, chunk by chunk.
 
     In chunks, so that every temporary is reused from chunk to chunk instead of page-faulted in
     fresh for the whole buffer. numpy lets go of the GIL inside each operation: a large buffer's
     chunks are split into a few contiguous spans compared on threads, whose verdicts add up in
-    order (the same verdicts as one pass).
+    order (the same verdicts as one pass). `other`: (which elements, floor, rtol) of a second rule
+    for some elements.
     """
     starts = list(range(0, cpu.size, CHUNK))
     workers = min(_WORKERS, len(starts) // _CHUNKS_PER_WORKER)
@@ -59,7 +66,12 @@ def _compare_chunks(cpu: np.ndarray, gpu: np.ndarray, floor: float, rtol: float)
     def span(group: list[int]) -> _Stats:
         stats = _Stats(len(ULP_EDGES))
         for lo in group:
-            _compare_chunk(cpu[lo : lo + CHUNK], gpu[lo : lo + CHUNK], lo, floor, rtol, stats)
+            chunk_floor: float | np.ndarray = floor
+            chunk_rtol: float | np.ndarray = rtol
+            if other is not None and other[0][lo : lo + CHUNK].any():
+                which = other[0][lo : lo + CHUNK]
+                chunk_floor, chunk_rtol = np.where(which, other[1], floor), np.where(which, other[2], rtol)
+            _compare_chunk(cpu[lo : lo + CHUNK], gpu[lo : lo + CHUNK], lo, chunk_floor, chunk_rtol, stats)
         return stats
 
     if workers < 2:
@@ -93,7 +105,12 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _compare_chunk(
-    cpu: np.ndarray, gpu: np.ndarray, start: int, floor: float, rtol: float, total: _Stats
+    cpu: np.ndarray,
+    gpu: np.ndarray,
+    start: int,
+    floor: float | np.ndarray,
+    rtol: float | np.ndarray,
+    total: _Stats,
 ) -> None:
     """Add one chunk's verdicts (`start`: its first element's offset) to `total`.
 
@@ -109,13 +126,17 @@ def _compare_chunk(
         total.histogram[0] += cpu.size
         return
     index: np.ndarray | None = None
-    if count * 4 > cpu.size and _close_by_ulps(cpu, gpu, start, floor, rtol, total):
+    # the strictest rule of the chunk: what passes it passes every element's own
+    strictest = float(np.min(floor)), float(np.min(rtol))
+    if count * 4 > cpu.size and _close_by_ulps(cpu, gpu, start, *strictest, total):
         return
     if count * 4 > cpu.size:
         cpu_d, gpu_d, equal = cpu, gpu, 0
     else:
         index = np.flatnonzero(unequal)
         cpu_d, gpu_d, equal = cpu[index], gpu[index], cpu.size - count
+        if isinstance(floor, np.ndarray):
+            floor, rtol = floor[index], np.asarray(rtol)[index]
         if floating:
             equal -= _nan_count(cpu) - _nan_count(cpu_d)  # equal NaNs have no distance
     if floating:
@@ -239,6 +260,7 @@ def compare_buffer(
     last_writer: Lazy = None,
     pid_of: Callable[[int], Pid] | None = None,
     owned: bool = False,
+    relaxed: tuple[np.ndarray, Tolerance] | None = None,
 ) -> BufferComparison | None:
     """Compare one buffer's span after the launch on each side.
 
@@ -256,6 +278,8 @@ def compare_buffer(
         pid_of: maps a linear program index to its pid (`Launch.pid_of`).
         owned: `cpu` and `gpu` are the caller's to give away (snapshots nobody writes): the
             comparison keeps them as they are instead of copies.
+        relaxed: (which elements of the span, a tolerance) judged by that tolerance instead of
+            `tolerance` (the elements a tf32 dot's stores wrote, say).
 
     Returns:
         The comparison, or None when neither side wrote the buffer.
@@ -275,7 +299,17 @@ def compare_buffer(
     tolerance = tolerance or default_tolerance(dtype)
     floor = tolerance.floor(cpu)
     flat_cpu, flat_gpu = np.ascontiguousarray(cpu).reshape(-1), np.ascontiguousarray(gpu).reshape(-1)
-    total = _compare_chunks(flat_cpu, flat_gpu, floor, tolerance.rtol)
+    other = None
+    relaxed_rule: tuple[Tolerance, int] | None = None
+    if relaxed is not None:
+        which = np.asarray(relaxed[0], bool).reshape(-1)
+        if which.size != flat_cpu.size:
+            raise ValueError(f"{arg}: the relaxed elements' mask must cover the span")
+        rule = relaxed[1]
+        other = (which, rule.floor(cpu), rule.rtol)
+        shown = replace(rule, atol=other[1], atol_of_max=0.0) if rule.atol_of_max else rule
+        relaxed_rule = (shown, int(np.count_nonzero(which)))
+    total = _compare_chunks(flat_cpu, flat_gpu, floor, tolerance.rtol, other)
     positions = np.concatenate(total.positions) if total.positions else np.zeros(0, np.int64)
     writers: list[tuple[Pid | None, int]] = []
     writer_of = _resolve(last_writer) if positions.size else None
@@ -305,6 +339,7 @@ def compare_buffer(
         writers=writers,
         cpu=cpu if owned else cpu.copy(),
         gpu=gpu if owned else gpu.copy(),
+        relaxed=relaxed_rule,
     )
 
 

@@ -31,10 +31,21 @@ def dot_fed_buffers(
         Those buffers, or None when the source cannot say (no source, a helper that stores, a
         pointer passed on in a way this reading does not follow): then every fp32 buffer counts.
     """
+    stores = dot_fed_stores(sources, kernel, buffers)
+    return None if stores is None else {name for name, (fed, _) in stores.items() if fed}
+
+
+def dot_fed_stores(
+    sources: Mapping[str, SourceInfo], kernel: str, buffers: Iterable[str]
+) -> dict[str, tuple[set[int], set[int]]] | None:
+    """Per buffer argument a store or atomic writes (as `dot_fed_buffers` names them), the source
+    lines of those writes: (the ones whose value a default-precision dot's result reaches, the
+    others). None when the source cannot say (see `dot_fed_buffers`)."""
     trees = {name: _function(info) for name, info in sources.items()}
     fdef = trees.get(kernel)
     if fdef is None:
         return None
+    first_line = sources[kernel].first_line
     params = {a.arg for a in fdef.args.args}
     wanted = {b.split(".")[0] for b in buffers}
     helpers_with_dot = _helpers_with_dot(trees)
@@ -61,16 +72,19 @@ def dot_fed_buffers(
                         derives.setdefault(n.id, set()).update(_roots(node.iter, derives))
         if (len(fed), sum(len(v) for v in derives.values())) == before:
             break
-    out: set[str] = set()
+    out: dict[str, tuple[set[int], set[int]]] = {}
     for node in ast.walk(fdef):
         if isinstance(node, ast.Call) and called_name(node.func) in _WRITES:
             pointer, value = _pointer_and_value(node)
-            if value is None or not _fed(value, fed, helpers_with_dot):
-                continue
+            is_fed = value is not None and _fed(value, fed, helpers_with_dot)
             roots = _roots(pointer, derives) & wanted if pointer is not None else set()
             if not roots:
-                return None  # a fed store whose buffer this reading cannot name
-            out |= roots
+                if is_fed:
+                    return None  # a fed store whose buffer this reading cannot name
+                continue
+            line = first_line + node.lineno - 1
+            for root in roots:
+                out.setdefault(root, (set(), set()))[0 if is_fed else 1].add(line)
     return out
 
 

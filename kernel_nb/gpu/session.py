@@ -18,24 +18,22 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
-from kernel_nb.compare import compare_buffer, dot_fed_buffers, tolerance_for, uses_tf32_dots
 from kernel_nb.engine import triton_compat
 from kernel_nb.errors import KernelError
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
 from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
 from kernel_nb.gpu.grid import check_pids, resolve_grid
+from kernel_nb.gpu.launch_diff import compare_launch
 from kernel_nb.gpu.probe import Prober, locate_divergence, run_probed
 from kernel_nb.gpu.runner import GpuLaunch, GpuTrace, RunFunction, launch_on_gpu
 from kernel_nb.options import Options
 from kernel_nb.session import Session
-from kernel_nb.trace import Comparison, Launch, Pid, Tolerance, as_pid
+from kernel_nb.trace import Comparison, Launch, Pid, as_pid
 
 Mode = Literal["gpu", "compare", "interpret"]
 Keep = Literal["gpu", "cpu"]
@@ -200,7 +198,7 @@ class GpuSession(Session):
         seconds["gpu"] = time.perf_counter() - clock
         clock = time.perf_counter()
         launch.artifacts = gpu_launch.artifacts
-        launch.comparison = compare_launch(launch, arguments, before, cpu, gpu, self.gpu_options, gpu_launch)
+        launch.comparison = compare_launch(launch, arguments, before, cpu, gpu, gpu_launch, self.gpu_options)
         seconds["diff"] = time.perf_counter() - clock
         launch.comparison.seconds = seconds
         launch.comparison.fp_fusion = kwargs.get("enable_fp_fusion", True) is not False
@@ -257,7 +255,7 @@ class GpuSession(Session):
         gpu = arguments.snapshot()
         arguments.restore(before)
         launch.artifacts = gpu_launch.artifacts
-        comparison = compare_launch(launch, arguments, before, before, gpu, self.gpu_options, gpu_launch)
+        comparison = compare_launch(launch, arguments, before, before, gpu, gpu_launch, self.gpu_options)
         comparison.cpu_error = error.message
         comparison.fp_fusion = kwargs.get("enable_fp_fusion", True) is not False
         launch.comparison = comparison
@@ -305,69 +303,6 @@ class GpuSession(Session):
         return DEFAULT_TARGET if own is None else f"cuda:{own}"
 
 
-def compare_launch(
-    launch: Launch,
-    arguments: Arguments,
-    before: list[Any],
-    cpu: list[Any],
-    gpu: list[Any],
-    options: GpuOptions,
-    gpu_launch: GpuLaunch,
-) -> Comparison:
-    """Compare every buffer of a launch that either side wrote, from region snapshots of each side."""
-    ttir = gpu_launch.artifacts.stages.get("ttir", "") if gpu_launch.artifacts is not None else ""
-    tf32 = uses_tf32_dots(ttir)
-    leaves = list(arguments.distinct_leaves())
-    fed = dot_fed_buffers(launch.sources, launch.kernel, [leaf.name for leaf in leaves]) if tf32 else set()
-    buffers = []
-    for leaf in leaves:
-        index = arguments.regions.index(arguments.region_of(leaf))
-        region = arguments.regions[index]
-        span = [region.span(leaf, data[index]) for data in (before, cpu, gpu)]
-        # a launch the interpreter failed on wrote nothing: its partial counts are no writes
-        buffer_map = launch.buffers.get(leaf.name) if launch.status == "ok" else None
-        tolerance = _scoped(leaf.dtype, tf32, fed, leaf.name, options)
-        compared = compare_buffer(
-            leaf.name,
-            *span,
-            shape=leaf.shape,
-            tolerance=tolerance,
-            # the interpreter's per-element bookkeeping is settled only if the values alone cannot say
-            cpu_writes=_written(buffer_map, span[0].size),
-            last_writer=_lazy(buffer_map, "last_writer", span[0].size),
-            pid_of=launch.pid_of,
-            owned=True,  # spans of this launch's own snapshots, which are only read from now on
-        )
-        if compared is not None:
-            buffers.append(compared)
-    return Comparison(
-        launch=launch.index,
-        kernel=launch.kernel,
-        device=gpu_launch.device,
-        buffers=buffers,
-        tf32=tf32,
-        kept=options.keep,
-    )
-
-
-def _scoped(dtype: Any, tf32: bool, fed: set[str] | None, name: str, options: GpuOptions) -> Tolerance:
-    """The buffer's tolerance: tf32's where a tf32 dot's result is stored into it (every fp32 buffer
-    when the source cannot say), the dtype's own elsewhere, saying which and why.
-
-    tf32's also where the interpreter rounds the dot's inputs as the GPU does (numerics="gpu"):
-    the sums' order still differs, and a line that cancels (na + nb - 2 * dot) magnifies that far
-    beyond fp32's rule, measured on an H200."""
-    reached = tf32 and (fed is None or name.split(".")[0] in fed)
-    tolerance = tolerance_for(dtype, tf32=reached, rtol=options.rtol, atol=options.atol)
-    if np.dtype(dtype) != np.float32 or not tf32:
-        return tolerance
-    if reached:
-        why = "a tf32 dot's result is stored into it" if fed is not None else "the kernel has tf32 dots"
-    else:
-        why = "no tf32 dot reaches it"
-    return replace(tolerance, reason=f"{tolerance.reason} ({why})")
-
-
 def restore_after(arguments: Arguments, saved: list[Any], failure: BaseException) -> None:
     """Put the caller's arrays back after a failed GPU side, without hiding why it failed.
 
@@ -394,27 +329,6 @@ def divergence_pids(launch: Launch, options: Options, gpu: GpuOptions) -> tuple[
     if gpu.divergence:
         return ((0, 0, 0),) if (0, 0, 0) in launch.programs else ()
     return ()
-
-
-def _written(buffer_map: Any, size: int) -> Callable[[], bool] | None:
-    """A function that says whether the interpreter wrote the buffer (`BufferMap.written`: without
-    adding up its per-element counts where the marks can say)."""
-    if buffer_map is None or buffer_map.size != size:
-        return None
-    return lambda: bool(buffer_map.written)
-
-
-def _lazy(buffer_map: Any, attribute: str, size: int) -> Callable[[], Any] | None:
-    """A function that returns a `BufferMap` array if it covers `size` elements, else None."""
-    if buffer_map is None:
-        return None
-
-    def read() -> Any:
-        values = getattr(buffer_map, attribute)
-        # BufferMap arrays cover the argument's span; another length means they describe something else
-        return values if len(values) == size else None
-
-    return read
 
 
 def run(options: Options | None = None, **gpu: Any) -> GpuSession:

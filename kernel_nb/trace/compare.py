@@ -86,6 +86,8 @@ class BufferComparison:
         writers: (pid, count): the CPU program that last wrote mismatching elements, most first;
             pid None counts mismatching elements no CPU program wrote.
         cpu, gpu: the span after the launch on each side.
+        relaxed: (a second tolerance, how many elements it judged) where some elements of the
+            buffer were judged by another rule than `tolerance` (those a tf32 dot's stores wrote).
     """
 
     arg: str
@@ -106,10 +108,22 @@ class BufferComparison:
     writers: list[tuple[Pid | None, int]]
     cpu: np.ndarray = field(repr=False)
     gpu: np.ndarray = field(repr=False)
+    relaxed: tuple[Tolerance, int] | None = None
 
     @property
     def ok(self) -> bool:
         return self.mismatches == 0
+
+    def rules(self) -> list[tuple[str, int]]:
+        """(rule, elements it judged) of this buffer."""
+        relaxed = getattr(self, "relaxed", None)
+        if relaxed is None:
+            return [(self.tolerance.reason or self.tolerance.describe(), self.size)]
+        rule, count = relaxed
+        return [
+            (self.tolerance.reason or self.tolerance.describe(), self.size - count),
+            (rule.reason or rule.describe(), count),
+        ]
 
     def index(self, offset: int) -> tuple[int, ...]:
         """An element offset as an index of the argument's shape (the offset itself when it has no such index)."""
@@ -125,6 +139,9 @@ class BufferComparison:
             f"({self.tolerance.reason}: {self.tolerance.describe()}); max abs {_num(self.max_abs)} at {where}, "
             f"max rel {_num(self.max_rel)}, max {self.max_ulp} ulp"
         )
+        relaxed = getattr(self, "relaxed", None)
+        if relaxed is not None:
+            text += f"; {relaxed[1]} of its elements under {relaxed[0].reason}: {relaxed[0].describe()}"
         if self.nan_mismatches or self.inf_mismatches:
             text += f"; NaN mismatches {self.nan_mismatches}, Inf mismatches {self.inf_mismatches}"
         if self.writers:
@@ -176,11 +193,12 @@ class Comparison:
     def rules(self) -> str:
         """Which tolerance rule applied to how many elements, e.g.
         "fp32 with tf32 dots (...): 256 elements (c_ptr); fp32 (...): 16 elements (norm_ptr)"."""
-        groups: dict[str, list[BufferComparison]] = {}
+        groups: dict[str, list[tuple[str, int]]] = {}
         for buffer in self.buffers:
-            groups.setdefault(buffer.tolerance.reason or buffer.tolerance.describe(), []).append(buffer)
+            for reason, count in buffer.rules():
+                groups.setdefault(reason, []).append((buffer.arg, count))
         return "; ".join(
-            f"{reason}: {sum(b.size for b in group)} elements ({', '.join(b.arg for b in group)})"
+            f"{reason}: {sum(n for _, n in group)} elements ({', '.join(arg for arg, _ in group)})"
             for reason, group in groups.items()
         )
 

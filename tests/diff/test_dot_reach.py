@@ -127,3 +127,70 @@ def test_compare_relaxes_only_the_buffer_a_tf32_dot_feeds(c_off, norm_off, bad):
         "fp32 with tf32 dots (a tf32 dot's result is stored into it): 256 elements (c_ptr)"
         in comparison.report()
     )
+
+
+@triton.jit
+def dot_and_copy_kernel(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    offs = r[:, None] * N + r[None, :]
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    tl.store(out_ptr + offs, tl.dot(a, b))  # rows 0..N-1: a tf32 dot
+    tl.store(out_ptr + N * N + offs, a * 2.0)  # rows N..2N-1: no dot
+
+
+def _fake_mixed_gpu(dot_off, copy_off):
+    def launcher(run, kernel, grid, args, kwargs, index):
+        a, b, out = args
+        n = kwargs["N"]
+        out[:n] = (a @ b) * (1 + dot_off)
+        out[n:] = a * 2.0 * (1 + copy_off)
+        artifacts = Artifacts(target="cuda:90", stages={"ttir": TF32_TTIR})
+        return GpuLaunch(index, kernel.fn.__name__, (1, 1, 1), "fake GPU", 0.0, artifacts=artifacts)
+
+    return launcher
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+@pytest.mark.parametrize(("copy_off", "mismatches"), [(0.0, 0), (1e-4, 256)])
+def test_in_a_buffer_two_stores_write_only_the_dots_elements_get_the_tf32_rule(
+    strategy, copy_off, mismatches
+):
+    rng = np.random.default_rng(1)
+    a, b = rng.random((2, 16, 16), dtype=np.float32) + np.float32(0.5)
+    out = np.zeros((32, 16), np.float32)
+    session = gpu.GpuSession(
+        kernel_nb.Options(strategy=strategy),
+        gpu.GpuOptions(mode="compare"),
+        launcher=_fake_mixed_gpu(1e-3, copy_off),
+    )
+    with session:
+        dot_and_copy_kernel[(1,)](a, b, out, N=16)
+    comparison = session.trace[0].comparison
+    (buffer,) = comparison.buffers
+    assert buffer.mismatches == mismatches
+    if mismatches:  # the copied rows only: the dot's rows are 1e-3 off, within tf32's rule
+        assert buffer.positions.min() == 256
+    assert buffer.tolerance.reason == "fp32 (the elements other stores wrote)"
+    assert buffer.relaxed is not None and buffer.relaxed[1] == 256
+    assert buffer.relaxed[0].reason == "fp32 with tf32 dots (the elements a tf32 dot's stores wrote)"
+    assert comparison.rules() == (
+        "fp32 (the elements other stores wrote): 256 elements (out_ptr); "
+        "fp32 with tf32 dots (the elements a tf32 dot's stores wrote): 256 elements (out_ptr)"
+    )
+
+
+def test_a_budget_that_keeps_nothing_scopes_by_the_ranges_the_stores_spanned():
+    rng = np.random.default_rng(1)
+    a, b = rng.random((2, 16, 16), dtype=np.float32) + np.float32(0.5)
+    out = np.zeros((32, 16), np.float32)
+    session = gpu.GpuSession(
+        kernel_nb.Options(budget_bytes=0),
+        gpu.GpuOptions(mode="compare"),
+        launcher=_fake_mixed_gpu(1e-3, 1e-4),
+    )
+    with session:
+        dot_and_copy_kernel[(1,)](a, b, out, N=16)
+    (buffer,) = session.trace[0].comparison.buffers
+    assert not session.trace[0].programs[(0, 0, 0)].kept
+    assert buffer.relaxed[1] == 256 and buffer.mismatches == 256 and buffer.positions.min() == 256
