@@ -194,3 +194,22 @@ def test_a_budget_that_keeps_nothing_scopes_by_the_ranges_the_stores_spanned():
     (buffer,) = session.trace[0].comparison.buffers
     assert not session.trace[0].programs[(0, 0, 0)].kept
     assert buffer.relaxed[1] == 256 and buffer.mismatches == 256 and buffer.positions.min() == 256
+
+
+@pytest.mark.parametrize("case", ["fp16 buffer", "rtol given"])
+def test_element_scoping_only_splits_fp32_buffers_under_the_policy(case):
+    rng = np.random.default_rng(1)
+    a, b = rng.random((2, 16, 16), dtype=np.float32) + np.float32(0.5)
+    out = np.zeros((32, 16), np.float16 if case == "fp16 buffer" else np.float32)
+    options = gpu.GpuOptions(mode="compare", rtol=1e-2 if case == "rtol given" else None)
+    session = gpu.GpuSession(gpu=options, launcher=_fake_mixed_gpu(0.0, 0.0))
+    with session:
+        dot_and_copy_kernel[(1,)](a, b, out, N=16)
+    (buffer,) = session.trace[0].comparison.buffers
+    assert buffer.relaxed is None
+    expected = (
+        "fp16: 2 ulp"
+        if case == "fp16 buffer"
+        else "fp32 with tf32 dots, overridden (a tf32 dot's result is stored into it)"
+    )
+    assert buffer.tolerance.reason == expected
