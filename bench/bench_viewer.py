@@ -27,6 +27,7 @@ import json
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -37,15 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(ROOT))
+
+from tests.chromium import ARGS, CHROMIUM  # noqa: E402  (the checkout's tests, importable from its root)
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><link rel="icon" href="data:,"><link rel="stylesheet" href="viewer.css">

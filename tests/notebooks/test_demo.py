@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from notebook_support import ROOT
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]  # fmt: skip
+from tests.chromium import ARGS, CHROMIUM
+
 NAMES = ["01-quickstart", "02-find-the-bug"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 

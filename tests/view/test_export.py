@@ -15,16 +15,8 @@ from failing import FAILING_LINE, failed_trace
 from kernel_nb.trace import Trace
 from kernel_nb.view import TraceViewer, dispatch
 from kernel_nb.view.export import MISSING, export_html, reply_table, request_key
+from tests.chromium import ARGS, CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 HEAT = 'canvas[data-role="heatmap"]'
 READY = f"document.querySelector('{HEAT}')?.dataset.state === \"ready\""
 

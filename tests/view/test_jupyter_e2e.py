@@ -17,15 +17,8 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.chromium import ARGS, CHROMIUM
+
 HEAT = 'canvas[data-role="heatmap"]'
 READY = f"document.querySelector('{HEAT}')?.dataset.state === 'ready'"
 

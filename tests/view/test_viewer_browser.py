@@ -29,16 +29,8 @@ from kernel_nb.trace import (
     Trace,
 )
 from kernel_nb.view import TraceViewer, dispatch
+from tests.chromium import ARGS, CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 JS = Path(__file__).resolve().parents[2] / "js"
 
 pytestmark = pytest.mark.browser
