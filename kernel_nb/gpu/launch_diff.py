@@ -80,7 +80,7 @@ def compare_launch(
             tolerance=tolerance,
             # the interpreter's per-element bookkeeping is settled only if the values alone cannot say
             cpu_writes=_written(buffer_map, span[0].size),
-            last_writer=_lazy(buffer_map, "last_writer", span[0].size),
+            last_writer=_last_writer(buffer_map, span[0].size),
             pid_of=launch.pid_of,
             owned=True,  # spans of this launch's own snapshots, which are only read from now on
             relaxed=relaxed,
@@ -137,19 +137,18 @@ def _written_at(launch: Launch, name: str, lines: set[int], size: int, origin: i
 def _written(buffer_map: Any, size: int) -> Callable[[], bool] | None:
     """A function that says whether the interpreter wrote the buffer (`BufferMap.written`: without
     adding up its per-element counts where the marks can say)."""
-    if buffer_map is None or buffer_map.size != size:
+    if not _covers(buffer_map, size):
         return None
     return lambda: bool(buffer_map.written)
 
 
-def _lazy(buffer_map: Any, attribute: str, size: int) -> Callable[[], Any] | None:
-    """A function that returns a `BufferMap` array if it covers `size` elements, else None."""
-    if buffer_map is None:
+def _last_writer(buffer_map: Any, size: int) -> Callable[[], np.ndarray] | None:
+    """A function that returns `BufferMap.last_writer` (settled only when called)."""
+    if not _covers(buffer_map, size):
         return None
+    return lambda: buffer_map.last_writer
 
-    def read() -> Any:
-        values = getattr(buffer_map, attribute)
-        # BufferMap arrays cover the argument's span; another length means they describe something else
-        return values if len(values) == size else None
 
-    return read
+def _covers(buffer_map: Any, size: int) -> bool:
+    # a map covers the argument's span; another size means it describes something else
+    return buffer_map is not None and buffer_map.size == size
