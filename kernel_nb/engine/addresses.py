@@ -55,6 +55,7 @@ class AddressMap:
             [(m.host - m.base) % (1 << 64) if m else 0 for m in self.memories], dtype=np.uint64
         )
         self._all_writable = all(m is None or m.all_writable for m in self.memories)
+        self._lazy = [m for m in self.memories if m is not None and m.lazy]
 
     # -- which memory, which argument --------------------------------------------------------------
 
@@ -196,6 +197,10 @@ class AddressMap:
         a = np.asarray(addresses, dtype=np.uint64)
         if a.size == 0 or not len(self.memories):
             return a
+        if self._lazy:  # the bytes at these host addresses are read or written: fill the copies
+            for m in self._lazy:
+                m.fill()
+            self._lazy = []
         lo, hi = int(a.min()), int(a.max())
         w = self.window_of(lo)
         if w >= 0 and w == self.window_of(hi):

@@ -167,6 +167,10 @@ class BoundArguments:
         every copy, or those `written_memories` names (the others were only read: the caller's
         memory already holds them). `inputs` first copies out what the caller's memory held."""
         chosen = set(range(len(self.memories))) if written is None else self.written_memories(written)
+        for memory in self.memories:
+            # the launch read these where the caller holds them: its private copies keep the
+            # inputs from now on, when the caller may change its arrays (see InputSnapshot)
+            memory.fill()
         with _deferred_interrupt():
             if inputs is not None:
                 inputs.before_write_back({i for i in chosen if not self.memories[i].read_only})

@@ -43,6 +43,10 @@ class Memory:
     `read` gives the caller's memory (a view of host memory, or a fresh host copy of device
     memory) to fill the copy from; `write` puts a buffer back. The kernel's pointers into the copy
     are addresses in the memory's window (`base` on); `host` is where the copy really is.
+
+    A host memory's copy is filled on first use (`lazy`): until the launch writes to it or reaches
+    it by address, its loads read the caller's memory (`current`), which holds the same bytes, so
+    that an argument the launch only reads is never copied.
     """
 
     space: str  # "host", "cuda:0" ...
@@ -50,10 +54,28 @@ class Memory:
     hi: int
     read: Callable[[], np.ndarray]
     write: Callable[[np.ndarray], None]
-    copy: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
+    arena: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))  # the copy's bytes
     window: int = 0
     # byte ranges [lo, hi) of the copy that caller memory lets be written (its writeable arguments)
     writable: list[tuple[int, int]] = field(default_factory=list)
+    lazy: bool = False  # the copy is not filled yet (see the class docstring)
+
+    @property
+    def copy(self) -> np.ndarray:
+        """The private copy, filled from the caller's memory first if it was not yet."""
+        if self.lazy:
+            self.fill()
+        return self.arena
+
+    def fill(self) -> None:
+        if self.lazy:
+            self.arena[...] = self.read()
+            self.lazy = False
+
+    def current(self) -> np.ndarray:
+        """The memory's bytes as the launch has them now, to read: the copy, or while it is not
+        filled the caller's memory (which the launch has not written)."""
+        return self.read() if self.lazy else self.arena
 
     @property
     def base(self) -> int:
@@ -66,8 +88,8 @@ class Memory:
 
     @cached_property
     def host(self) -> int:
-        """Host address of the copy (fixed once the copy is made)."""
-        return int(self.copy.ctypes.data)
+        """Host address of the copy (fixed once the copy is allocated, filled or not)."""
+        return int(self.arena.ctypes.data)
 
     @property
     def read_only(self) -> bool:
@@ -80,7 +102,7 @@ class Memory:
 
     def write_back(self) -> None:
         """Put the copy back into caller memory, never into bytes that may not be written."""
-        if self.read_only:
+        if self.read_only or self.lazy:  # never filled: nothing was written
             return
         data = self.copy
         if not self.all_writable:
@@ -157,8 +179,11 @@ def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
             for m_lo, m_hi, _, m_write in accesses:
                 m_write(data[m_lo - lo : m_hi - lo])
 
-    copy[...] = read()
-    return Memory(region.space, region.lo, region.hi, read, write, copy)
+    # a host memory of native byte order is read where it is until the launch needs its copy
+    lazy = region.space == "host" and len(members) == 1 and not members[0].byteswapped
+    if not lazy:
+        copy[...] = read()
+    return Memory(region.space, region.lo, region.hi, read, write, copy, lazy=lazy)
 
 
 Access = tuple[Callable[[], np.ndarray], Callable[[np.ndarray], None]]

@@ -13,6 +13,7 @@ def _counts(name: str, hands_out: bool = False) -> Any:
 
     def get(bmap: BufferMap) -> np.ndarray:
         bmap._settle()
+        bmap._made(name)
         if hands_out:
             bmap._writes_out = True
         return getattr(bmap, name)  # type: ignore[no-any-return]
@@ -49,8 +50,8 @@ class BufferMap:
         arg: str,
         size: int,
         shape: tuple[int, ...],
-        reads: np.ndarray,
-        writes: np.ndarray,
+        reads: np.ndarray | None,
+        writes: np.ndarray | None,
         last_writer: np.ndarray,
         origin: int = 0,
         oob: list[tuple[int, int, int]] | None = None,
@@ -71,8 +72,8 @@ class BufferMap:
             arg,
             size,
             shape,
-            np.zeros(size, np.int32),
-            np.zeros(size, np.int32),
+            None,
+            None,
             BufferMap.nobody(size),
             origin,
         )
@@ -116,17 +117,17 @@ class BufferMap:
                 made = np.zeros(self.size + 1, bool)
                 for put in puts:
                     put(made)
-                self._reads[start:end] += made[start:end]
+                self._made("_reads")[start:end] += made[start:end]
                 continue
             span = slice(start, start + marks.size)
             if kind in ("read", "read-count"):
-                self._reads[span] += marks
+                self._made("_reads")[span] += marks
                 continue
             self._writes_out = True  # `writes` holds counts now
             if kind == "write-count":
-                self._writes[span] += marks
+                self._made("_writes")[span] += marks
             else:
-                self._writes[span] += marks >= 0
+                self._made("_writes")[span] += marks >= 0
                 writers = self.writers()
                 np.maximum(writers[span], marks, out=writers[span])
 
@@ -139,8 +140,7 @@ class BufferMap:
     def clear(self) -> None:
         """No access recorded (a launch that starts over)."""
         self._later, self._later_bytes = [], 0
-        self._reads[...] = 0
-        self._writes[...] = 0
+        self._reads = self._writes = None
         self._writes_out = False
         self._last_writer = BufferMap.nobody(self.size)
         self.oob.clear()
@@ -154,7 +154,16 @@ class BufferMap:
         if not self._writes_out and not any(kind == "write" for kind, _, _ in self._later):
             return False  # counts only come through `writes` or marks: none came
         self._settle()
-        return bool(self._writes.any())
+        return self._writes is not None and bool(self._writes.any())
+
+    def _made(self, name: str) -> np.ndarray:
+        """The count array `name` ("_reads", "_writes"), made on first use: most of a launch's
+        maps are never looked at, and an argument's worth of zeros costs its pages once touched."""
+        counts: np.ndarray | None = getattr(self, name)
+        if counts is None:
+            counts = np.zeros(self.size, np.int32)
+            setattr(self, name, counts)
+        return counts
 
     @staticmethod
     def nobody(size: int) -> np.ndarray:

@@ -157,14 +157,24 @@ class Access:
         np.copyto(gathered, filler.reshape(gathered.shape) if filler.ndim else filler, where=~self.active)
         return gathered
 
-    def _whole_runs(self, size: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
+    def _whole_runs(self, size: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, slice] | None:
         """The runs (see `runs`) split for writing: which runs are inside the map with every lane
-        active, (rows, runs); the run starts; the run length; and the map indices of the active
-        lanes of the other runs, with their (row, run) place, for a lane-by-lane write."""
+        active, (rows, runs); the run starts; the run length; the map indices of the active
+        lanes of the other runs, with their (row, run) place, for a lane-by-lane write; and the
+        lanes of a run written (all of them, or where every run's active lanes are one stretch
+        of it, as a mask `cols < n` makes, that stretch: the runs then start where it does)."""
         runs = self.runs(size)
         if runs is None:
             return None
         starts, run, inside = runs
+        every = slice(0, run)
+        if self.active is not None:
+            stretch = self._one_stretch(starts.shape, run)
+            if stretch is not None:
+                moved = starts + stretch.start
+                width = stretch.stop - stretch.start
+                if ((moved >= 0) & (moved <= size - width)).all():
+                    return np.ones(starts.shape, bool), moved, width, np.zeros(0, np.int64), stretch
         whole = np.ones(starts.shape, bool) if inside is None else inside.copy()
         if self.active is not None:
             lanes = self.active.reshape(*starts.shape, run)
@@ -173,7 +183,20 @@ class Access:
             index = (starts[rest][:, None] + np.arange(run))[lanes[rest]]
         else:
             index = np.zeros(0, np.int64)  # every active lane is inside: so is every run
-        return whole, starts, run, index
+        return whole, starts, run, index, every
+
+    def _one_stretch(self, runs: tuple[int, ...], run: int) -> slice | None:
+        """The lanes of a run that are active, where they are the same consecutive ones in every
+        run of every row (None: they are not)."""
+        assert self.active is not None
+        lanes = self.active.reshape(-1, run)
+        first = lanes[0]
+        at = np.flatnonzero(first)
+        if not at.size or at[-1] - at[0] + 1 != at.size or at.size == run:
+            return None
+        if not (lanes == first).all():
+            return None
+        return slice(int(at[0]), int(at[-1]) + 1)
 
     def distinct(self) -> bool:
         """Whether no row's lanes share an element (a tile: then a store leaves each lane's value)."""
@@ -187,13 +210,14 @@ class Access:
         `gather` gave before; returns the undo."""
         split = self._whole_runs(view.size)
         if split is not None:
-            whole, starts, run, index = split
+            whole, starts, run, index, stretch = split
             if self.rows is not None:
                 values, before = values[self.rows], before[self.rows]
-            values = values.reshape(*starts.shape, run)
+            values = values.reshape(*starts.shape, -1)[..., stretch]
+            before = before.reshape(*starts.shape, -1)[..., stretch]
             windows = sliding_window_view(view, run, writeable=True)
             at = starts[whole]
-            old_runs = before.reshape(values.shape)
+            old_runs = before
             if not whole.all():
                 old_runs = old_runs[whole]
             rest = ~whole
@@ -240,7 +264,7 @@ class Access:
         split = self._whole_runs(size)
         if split is None:
             return None
-        whole, starts, run, index = split
+        whole, starts, run, index, _ = split
         rows = values.reshape(-1) if values.size > 1 else np.broadcast_to(values.reshape(-1), (len(self.lo),))
         per_run = np.broadcast_to(rows[: len(starts), None], starts.shape)
         at, fill = starts[whole], per_run[whole][:, None]
@@ -265,6 +289,9 @@ class Access:
         return index // self.arg.itemsize
 
 
-def view_of(arg: BufferArg, dtype: np.dtype) -> np.ndarray:
-    """The argument's span of its host copy, as elements of `dtype` (the same size as its own)."""
-    return arg.memory.copy[arg.span_lo : arg.span_hi].view(dtype)
+def view_of(arg: BufferArg, dtype: np.dtype, write: bool = False) -> np.ndarray:
+    """The argument's span of its host copy, as elements of `dtype` (the same size as its own); to
+    read only, perhaps the caller's memory while the launch has not written it (Memory.current)."""
+    memory = arg.memory
+    raw = memory.copy if write else memory.current()
+    return raw[arg.span_lo : arg.span_hi].view(dtype)

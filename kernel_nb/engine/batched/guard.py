@@ -276,7 +276,7 @@ class BatchGuard(MemoryGuard):
         access = self._access
         if self.precise or access is None or not access.direct:
             return super().store(store, np.asarray(addresses), active, dtype, value)
-        view = view_of(access.arg, dtype)
+        view = view_of(access.arg, dtype, write=True)
         before = access.gather(view)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
         self.undo.steps.append(access.scatter(view, values, before))

@@ -85,7 +85,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         # per launch: arrays whose kept rows are views
         self._held_whole: dict[int, np.ndarray] = {}
         self._held_bytes = 0
-        self._arenas = {id(b.memory.copy) for b in addresses.buffers}  # the arguments' host copies
+        self._arenas = {id(b.memory.arena) for b in addresses.buffers}  # the arguments' host copies
         # per statement, the most bytes one program's value took (see `program_bytes`)
         self._value_bytes: dict[int, int] = {}
         # per program, bytes of summary columns the running batch made so far, and the most a batch

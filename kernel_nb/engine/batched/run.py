@@ -44,6 +44,7 @@ from kernel_nb.options import Options
 from kernel_nb.trace import Pid
 
 MAX_BATCH = 4096  # values of a batch's programs are copied only while the budget can reach them
+PROBE_BATCH = 64  # the first batch of a launch: sizes the others (see `_batch_sizes`)
 
 
 def unsupported_reason(
@@ -138,7 +139,7 @@ class BatchedRun(SerialRun):
             with self._language() as stock:
                 kernel = self.function(self.fn)
                 values = {k: batched_value(v) for k, v in self.bound.values.items()}
-                for group in batches(order, self._batch_sizes()):
+                for group in batches(order, self._batch_sizes(total)):
                     self._run_group(stock, kernel, values, group)
                     done += len(group)
                     self._progress = (done, total, self._progress[2])
@@ -153,10 +154,15 @@ class BatchedRun(SerialRun):
         launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
         checks.finish(launch, self.observations)
 
-    def _batch_sizes(self) -> Iterator[int]:
+    def _batch_sizes(self, programs: int) -> Iterator[int]:
         """How many programs each batch runs: as many as `working_set_bytes` holds by what one
         program's values took in the batches so far (a batch that outgrows it is undone and cut:
         see `_run_group`), at most MAX_BATCH."""
+        if programs > 8 * PROBE_BATCH and not self.recorder.program_bytes():
+            # nothing measured yet: a small first batch measures what a program's values take,
+            # rather than a whole batch that outgrows the working set being run and undone (a
+            # launch of a few hundred programs runs whole: a second batch would cost more)
+            yield PROBE_BATCH
         while True:
             yield self.recorder.batch_fits(MAX_BATCH)
 
