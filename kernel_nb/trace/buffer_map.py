@@ -61,7 +61,8 @@ class BufferMap:
         self.oob: list[tuple[int, int, int]] = [] if oob is None else oob
         self._writes_out = True  # `writes` may hold counts (see `fresh`)
         # (kind, first element, marks): "read" bools, "write" writer ids (-1: none), "read-count" /
-        # "write-count" counts, added in by `_settle`; "read-later": (end, puts) that mark the reads
+        # "write-count" counts, added in by `_settle`; "read-later" / "write-later": (end, puts)
+        # that make the marks of a read / write
         self._later: list[tuple[str, int, Any]] = []
         self._later_bytes = 0  # what the marks handed over hold (each may be a view of a whole array)
 
@@ -101,10 +102,11 @@ class BufferMap:
         self, kind: str, start: int, end: int, puts: list[Callable[[np.ndarray], None]]
     ) -> None:
         """Marks of one batch for elements start..end, each `put` marking a map of the buffer's
-        size (and a slot past it) when the counts are read."""
-        if kind != "read":
-            raise ValueError(f"marks made later are reads, not {kind!r}")
-        self._later.append(("read-later", start, (end, list(puts))))
+        size (and a slot past it) when the counts are read: reads as True, writes as the
+        writer's linear program index."""
+        if kind not in ("read", "write"):
+            raise ValueError(f"marks made later are reads or writes, not {kind!r}")
+        self._later.append((f"{kind}-later", start, (end, list(puts))))
 
     def _settle(self) -> None:
         if not self._later:
@@ -119,6 +121,9 @@ class BufferMap:
                     put(made)
                 self._made("_reads")[start:end] += made[start:end]
                 continue
+            if kind == "write-later":
+                end, puts = marks
+                kind, marks = "write", _writers(self.size, puts)[start:end]
             span = slice(start, start + marks.size)
             if kind in ("read", "read-count"):
                 self._made("_reads")[span] += marks
@@ -147,11 +152,13 @@ class BufferMap:
 
     @property
     def written(self) -> bool:
+        if any(kind == "write-later" for kind, _, _ in self._later):
+            return True  # handed over only where some lane was written
         if any(kind == "write" and marks.size and marks.max() >= 0 for kind, _, marks in self._later):
             return True
         if any(kind == "write-count" and marks.any() for kind, _, marks in self._later):
             return True
-        if not self._writes_out and not any(kind == "write" for kind, _, _ in self._later):
+        if not self._writes_out and not any(kind.startswith("write") for kind, _, _ in self._later):
             return False  # counts only come through `writes` or marks: none came
         self._settle()
         return self._writes is not None and bool(self._writes.any())
@@ -179,14 +186,26 @@ class BufferMap:
 
     def never_written(self) -> np.ndarray:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
-        marks = [(start, m) for kind, start, m in self._later if kind == "write"]
+        marks = [(kind, start, m) for kind, start, m in self._later if kind in ("write", "write-later")]
         if marks and not self._writes_out and all(kind != "write-count" for kind, _, _ in self._later):
             # only whole batches' marks so far: which elements they cover, without the counts
             covered = np.zeros(self.size, bool)
-            for start, m in marks:
-                covered[start : start + m.size] |= m >= 0
+            for kind, start, m in marks:
+                if kind == "write-later":
+                    end, puts = m
+                    covered[start:end] |= _writers(self.size, puts)[start:end] >= 0
+                else:
+                    covered[start : start + m.size] |= m >= 0
             return np.flatnonzero(~covered)
         return np.flatnonzero(self.writes == 0)
 
     def written_more_than_once(self) -> np.ndarray:
         return np.flatnonzero(self.writes > 1)
+
+
+def _writers(size: int, puts: list[Callable[[np.ndarray], None]]) -> np.ndarray:
+    """The writer marks that `puts` make in a map of `size` elements (and a slot past it)."""
+    made = np.full(size + 1, -1, np.int32)
+    for put in puts:
+        put(made)
+    return made

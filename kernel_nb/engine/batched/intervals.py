@@ -192,8 +192,8 @@ class IntervalBook:
             safe = flat if lanes is None else np.where(lanes, flat, 0)
             writers = [bmap.last_writer[safe]]  # earlier batches: any writer is another program
             side = self.sides.get((name, "write"))
-            if side is not None and side.mark is not None:
-                writers.append(side.mark[safe])
+            if side is not None and (side.mark is not None or side.later):
+                writers.append(self._written_mark(name, side)[safe])
             for writer in writers:
                 foreign = (writer >= 0) & (writer != me)
                 if lanes is not None:
@@ -216,10 +216,14 @@ class IntervalBook:
             return
         side.lo = min(side.lo, int(lo[live].min()))  # first: clearing must cover what is marked
         side.hi = max(side.hi, int(hi[live].max()))
-        if side.mark is None:
-            side.mark = self._mark((name, "write"), side.size)
         me = programs.astype(np.int32)
-        access.put(side.mark, me)
+        if not verify and side.mark is None:
+            # tiles: which program wrote where is put in when someone asks (see `_written_mark`)
+            later = access.put_later(side.size, me)
+            if later is not None:
+                side.later.append(later)
+                return
+        access.put(self._written_mark(name, side), me)
         if verify:  # two programs of this access, one element: only one of them stays marked
             elements = access.index()
             batch = elements.shape[0]
@@ -230,6 +234,15 @@ class IntervalBook:
                 differs &= lanes
             if differs.any():
                 raise NeedsPrecise("programs write the same elements")
+
+    def _written_mark(self, name: str, side: _Side) -> np.ndarray:
+        """The batch's write marks of argument `name` (see `_mark`), those held as tiles put in."""
+        if side.mark is None:
+            side.mark = self._mark((name, "write"), side.size)
+        for put in side.later:
+            put(side.mark)
+        side.later = []
+        return side.mark
 
     def _side(self, name: str, kind: str, batch: int) -> _Side:
         side = self.sides.get((name, kind))
