@@ -64,3 +64,31 @@ def test_a_saved_trace_keeps_its_inputs(tmp_path):
     loaded = kernel_nb.Trace.load(tmp_path / "t.kntrace")
     np.testing.assert_array_equal(loaded[0].snapshot["x_ptr"], np.arange(300))
     assert isinstance(loaded[0].snapshot, dict)
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+def test_the_batched_strategy_copies_an_argument_it_only_reads_when_the_launch_ends(strategy, monkeypatch):
+    from kernel_nb.engine import args as args_module
+
+    n = 4096
+    x, y, out = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    at_commit = []
+    commit = args_module.BoundArguments.commit
+
+    def noting(self, *a, **kw):
+        at_commit.append({b.name: b.memory.lazy for b in self.buffers})
+        return commit(self, *a, **kw)
+
+    monkeypatch.setattr(args_module.BoundArguments, "commit", noting)
+    with kernel_nb.interpret(strategy=strategy) as session:
+        k.add_kernel[(n // 256,)](x, y, out, n, BLOCK=256)
+    np.testing.assert_array_equal(out, x + 1)
+    launch = session.trace[0]
+    if strategy == "serial":  # the interpreter's loads read the copies by address
+        assert at_commit == [{"x_ptr": False, "y_ptr": False, "out_ptr": False}]
+    else:
+        assert launch.strategy == "batched"
+        assert at_commit == [{"x_ptr": True, "y_ptr": True, "out_ptr": False}]
+    x[:] = -5.0  # after the launch the copies hold its inputs, whatever the caller does
+    np.testing.assert_array_equal(launch.snapshot["x_ptr"], np.arange(n))
+    np.testing.assert_array_equal(launch.value((3, 0, 0), "x"), np.arange(768, 1024))

@@ -124,3 +124,29 @@ def test_a_loops_summaries_count_in_the_working_set(monkeypatch):
     for size, per_program in finished:
         assert per_program >= summaries
         assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set
+
+
+def test_a_large_launch_measures_a_small_first_batch_and_undoes_none(monkeypatch):
+    from kernel_nb.engine.batched import guard as batched_guard
+    from kernel_nb.engine.batched import run as batched_run
+
+    programs, block = 4096, 1024
+    n = programs * block
+    x, y, out = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    finished = _finished_batches(monkeypatch)
+    undone = []
+    rollback = batched_guard.BatchGuard.rollback
+    monkeypatch.setattr(
+        batched_guard.BatchGuard, "rollback", lambda self: (undone.append(1), rollback(self))[1]
+    )
+    with kernel_nb.interpret(strategy="auto") as session:
+        k.add_kernel[(programs,)](x, y, out, n, BLOCK=block)
+    assert session.trace[0].strategy == "batched"
+    np.testing.assert_array_equal(out, x + y)
+    sizes = [size for size, _ in finished]
+    assert sizes[0] == batched_run.PROBE_BATCH and sum(sizes) == programs
+    assert not undone  # no batch outgrew the working set: none was run and undone
+    working_set = kernel_nb.Options().working_set_bytes
+    for i in range(1, len(finished)):  # each later batch as large as what the ones before measured
+        fits = working_set // (batched_recorder.WORKING_SET_FACTOR * finished[i - 1][1])
+        assert sizes[i] == min(fits, batched_run.MAX_BATCH, programs - sum(sizes[:i]))

@@ -223,13 +223,14 @@ class IntervalBook:
             if later is not None:
                 side.later.append(later)
                 return
-        access.put(self._written_mark(name, side), me)
+        mark = self._written_mark(name, side)
+        access.put(mark, me)
         if verify:  # two programs of this access, one element: only one of them stays marked
             elements = access.index()
             batch = elements.shape[0]
             lanes = None if access.active is None else access.active.reshape(batch, -1)
             index = elements.reshape(batch, -1) if lanes is None else np.where(lanes, elements, side.size)
-            differs = side.mark[index] != me[:, None]
+            differs = mark[index] != me[:, None]
             if lanes is not None:
                 differs &= lanes
             if differs.any():
