@@ -39,7 +39,7 @@ from kernel_nb.engine.snapshot import InputSnapshot
 from kernel_nb.engine.waiting import waits
 from kernel_nb.errors import KernelError
 from kernel_nb.options import Options
-from kernel_nb.trace import Finding, Launch, MemoryEvent, Pid, ProgramTrace
+from kernel_nb.trace import Deferred, Finding, Launch, MemoryEvent, Pid, ProgramTrace
 
 MAX_PROGRAMS = 2  # programs whose filled lanes are perturbed, per launch
 MAX_SCANNED = 64  # held programs whose load events are searched for masked-off lanes
@@ -138,6 +138,9 @@ def _candidates(launch: Launch) -> list[Pid]:
 
 
 def _masks_lanes(events: list[MemoryEvent]) -> bool:
+    pending = events.pending() if isinstance(events, Deferred) else None
+    if pending is not None:  # a batch's columns: read there, without an event object each
+        return any(b.kind == "load" and b.masks_lanes(row, keep) for b, row, keep in pending)
     return any(e.kind == "load" and e.mask is not None and not e.mask.all() for e in events)
 
 

@@ -210,6 +210,15 @@ class EventBlock:
     rows: np.ndarray | None = None  # which rows' programs made the access (None: all)
     lanes: int = 0  # lanes per row, masked ones included
 
+    def masks_lanes(self, row: int, keep: bool) -> bool:
+        """Whether row's event, made, has a mask with masked-off lanes (a kept load's mask)."""
+        at = row if self.kept_rows is None else int(self.kept_rows[row])
+        if not keep or at < 0 or self.mask is None:
+            return False
+        if self.lanes:
+            return self.active[row] < self.lanes
+        return not self.mask[at].all()
+
     def build(self, row: int, keep: bool) -> MemoryEvent:
         live = self.active[row] > 0
         event = MemoryEvent(
@@ -271,6 +280,14 @@ class Deferred(list):  # type: ignore[type-arg]
             blocks, self.blocks = self.blocks, []
             row, keep = self.row, self.keep_values
             list.extend(self, (b.build(row, keep) for b in blocks if b.rows is None or b.rows[row]))
+
+    def pending(self) -> Iterator[tuple[Any, int, bool]] | None:
+        """(block, row, keep values) for each item not made yet, without making it; None once some
+        item was made (then iterate the list itself)."""
+        if list.__len__(self):
+            return None
+        row, keep = self.row, self.keep_values
+        return ((b, row, keep) for b in self.blocks if b.rows is None or b.rows[row])
 
     def __len__(self) -> int:
         row = self.row

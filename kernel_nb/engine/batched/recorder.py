@@ -20,7 +20,7 @@ from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
-from kernel_nb.engine.batched.tiles import AFFINE
+from kernel_nb.engine.batched.tiles import AFFINE, AffinePointers
 from kernel_nb.engine.recorder import Recorder, assignment
 from kernel_nb.options import Options
 from kernel_nb.trace import (
@@ -161,12 +161,21 @@ class BatchRecorder(MaskedLoops, Recorder):
     def _measure(self, stmt: int, value: Any) -> None:
         if not triton_compat.is_tensor(value):
             return
-        data = triton_compat.tensor_data(value)
-        if not isinstance(data, np.ndarray) or not data.ndim or not data.shape[0] or not data.strides[0]:
-            return  # a scalar, or a value the programs share
-        if data.shape[0] == 1 and len(self.batch) > 1:
-            return  # one row for every program of the batch: shared, not per program
-        per_program = data.nbytes // data.shape[0]
+        handle = value.handle
+        affine = getattr(handle, AFFINE, None)
+        if isinstance(handle, AffinePointers) and affine:
+            # counted as the addresses it stands for, without making them
+            shape = handle._shape
+            if affine.base.size == 1 or not shape or not shape[0]:
+                return  # one place for every program: shared
+            per_program = 8 * int(np.prod(shape[1:]))
+        else:
+            data = triton_compat.tensor_data(value)
+            if not isinstance(data, np.ndarray) or not data.ndim or not data.shape[0] or not data.strides[0]:
+                return  # a scalar, or a value the programs share
+            if data.shape[0] == 1 and len(self.batch) > 1:
+                return  # one row for every program of the batch: shared, not per program
+            per_program = data.nbytes // data.shape[0]
         if per_program <= self._value_bytes.get(stmt, 0):
             return
         self._value_bytes[stmt] = per_program
