@@ -51,11 +51,8 @@ class AddressMap:
         # nothing is inside), and what turns an address of it into a host address
         self._base = np.array([m.base if m else 0 for m in self.memories], dtype=np.int64)
         self._size = np.array([m.size if m else -1 for m in self.memories], dtype=np.int64)
-        self._delta = np.array(
-            [(m.host - m.base) % (1 << 64) if m else 0 for m in self.memories], dtype=np.uint64
-        )
+        self._delta: np.ndarray | None = None  # made by `host`, which fills the copies first
         self._all_writable = all(m is None or m.all_writable for m in self.memories)
-        self._lazy = [m for m in self.memories if m is not None and m.lazy]
 
     # -- which memory, which argument --------------------------------------------------------------
 
@@ -197,10 +194,10 @@ class AddressMap:
         a = np.asarray(addresses, dtype=np.uint64)
         if a.size == 0 or not len(self.memories):
             return a
-        if self._lazy:  # the bytes at these host addresses are read or written: fill the copies
-            for m in self._lazy:
-                m.fill()
-            self._lazy = []
+        if self._delta is None:  # the bytes at host addresses are read or written: fill the copies
+            self._delta = np.array(
+                [(m.host - m.base) % (1 << 64) if m else 0 for m in self.memories], dtype=np.uint64
+            )
         lo, hi = int(a.min()), int(a.max())
         w = self.window_of(lo)
         if w >= 0 and w == self.window_of(hi):

@@ -69,6 +69,9 @@ class Memory:
 
     def fill(self) -> None:
         if self.lazy:
+            # allocated now, not with the others: made late in a launch, it takes memory that the
+            # launch's values gave back rather than pages never touched
+            self.arena = _aligned(self.size)
             self.arena[...] = self.read()
             self.lazy = False
 
@@ -88,8 +91,8 @@ class Memory:
 
     @cached_property
     def host(self) -> int:
-        """Host address of the copy (fixed once the copy is allocated, filled or not)."""
-        return int(self.arena.ctypes.data)
+        """Host address of the copy (filled first: a lazy copy is allocated when filled)."""
+        return int(self.copy.ctypes.data)
 
     @property
     def read_only(self) -> bool:
@@ -127,13 +130,15 @@ def copy_regions(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str
     groups = sorted(arrays.regions(leaves), key=lambda r: min(rank[id(leaf)] for leaf in r.leaves))
     if len(groups) > WINDOW_COUNT:
         raise ArgumentError(f"a launch takes at most {WINDOW_COUNT} separate arrays, not {len(groups)}")
-    slots = [_align(r.hi - r.lo) for r in groups]
+    # a copy filled on first use (see Memory) is allocated then
+    slots = [0 if _lazy(r) else _align(r.hi - r.lo) for r in groups]
     arena = np.zeros(sum(slots) + 64, np.uint8)
     offset = (-arena.ctypes.data) % 64
     memories = []
     memory_of: dict[str, Memory] = {}
     for window, (region, slot) in enumerate(zip(groups, slots)):
-        memory = _memory(region, arena[offset : offset + (region.hi - region.lo)])
+        size = region.hi - region.lo if slot else 0
+        memory = _memory(region, arena[offset : offset + size])
         memory.window = window
         memory.writable = _merged(
             (leaf.lo - region.lo, leaf.hi - region.lo) for leaf in region.leaves if leaf.writeable
@@ -158,6 +163,19 @@ def _align(n: int) -> int:
     return (n + 63) // 64 * 64
 
 
+def _aligned(size: int) -> np.ndarray:
+    """`size` bytes starting at a multiple of 64."""
+    block = np.empty(size + 64, np.uint8)
+    offset = (-block.ctypes.data) % 64
+    return block[offset : offset + size]
+
+
+def _lazy(region: arrays.Region) -> bool:
+    """Whether a region's copy is filled on first use: a host memory of one argument in native
+    byte order, read where it is until then."""
+    return region.space == "host" and len(region.leaves) == 1 and not region.leaves[0].byteswapped
+
+
 def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
     members = region.leaves
     if len(members) == 1:
@@ -179,8 +197,7 @@ def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
             for m_lo, m_hi, _, m_write in accesses:
                 m_write(data[m_lo - lo : m_hi - lo])
 
-    # a host memory of native byte order is read where it is until the launch needs its copy
-    lazy = region.space == "host" and len(members) == 1 and not members[0].byteswapped
+    lazy = _lazy(region)
     if not lazy:
         copy[...] = read()
     return Memory(region.space, region.lo, region.hi, read, write, copy, lazy=lazy)

@@ -65,6 +65,7 @@ class BufferMap:
         # that make the marks of a read / write
         self._later: list[tuple[str, int, Any]] = []
         self._later_bytes = 0  # what the marks handed over hold (each may be a view of a whole array)
+        self._never_written: tuple[tuple[int, ...], np.ndarray] | None = None  # marks' ids, result
 
     @staticmethod
     def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
@@ -145,6 +146,7 @@ class BufferMap:
     def clear(self) -> None:
         """No access recorded (a launch that starts over)."""
         self._later, self._later_bytes = [], 0
+        self._never_written = None
         self._reads = self._writes = None
         self._writes_out = False
         self._last_writer = BufferMap.nobody(self.size)
@@ -188,15 +190,23 @@ class BufferMap:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
         marks = [(kind, start, m) for kind, start, m in self._later if kind in ("write", "write-later")]
         if marks and not self._writes_out and all(kind != "write-count" for kind, _, _ in self._later):
-            # only whole batches' marks so far: which elements they cover, without the counts
-            covered = np.zeros(self.size, bool)
+            # only whole batches' marks so far: which elements they cover, without the counts;
+            # several detectors ask, of the same marks
+            key = tuple(id(m) for _, _, m in marks)
+            cached = getattr(self, "_never_written", None)  # (a map saved before it had one)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            covered = np.zeros(self.size + 1, bool)
             for kind, start, m in marks:
                 if kind == "write-later":
-                    end, puts = m
-                    covered[start:end] |= _writers(self.size, puts)[start:end] >= 0
+                    for put in m[1]:
+                        put(covered, True)
                 else:
                     covered[start : start + m.size] |= m >= 0
-            return np.flatnonzero(~covered)
+            found = np.flatnonzero(~covered[: self.size])
+            found.flags.writeable = False
+            self._never_written = (key, found)
+            return found
         return np.flatnonzero(self.writes == 0)
 
     def written_more_than_once(self) -> np.ndarray:

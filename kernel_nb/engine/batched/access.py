@@ -258,9 +258,10 @@ class Access:
             index = np.where(self.active, index, size)
         target[index] = rows[: len(index)].reshape(-1, 1)
 
-    def put_later(self, size: int, values: np.ndarray) -> Callable[[np.ndarray], None] | None:
+    def put_later(self, size: int, values: np.ndarray) -> Callable[..., None] | None:
         """`put` into a map of `size` elements (and its slot past the end) that may be made later:
-        whole runs of the tile, holding only where they start (None: no tile form)."""
+        whole runs of the tile, holding only where they start (None: no tile form). The callable
+        takes the map, and optionally one value to put everywhere instead (True: which elements)."""
         split = self._whole_runs(size)
         if split is None:
             return None
@@ -274,10 +275,10 @@ class Access:
             lanes = self.active.reshape(*starts.shape, run)[~whole]
             rest = np.repeat(per_run[~whole], lanes.sum(axis=1))
 
-        def apply(target: np.ndarray) -> None:
-            sliding_window_view(target[:size], run, writeable=True)[at] = fill
+        def apply(target: np.ndarray, value: Any = None) -> None:
+            sliding_window_view(target[:size], run, writeable=True)[at] = fill if value is None else value
             if rest is not None:
-                target[index] = rest
+                target[index] = rest if value is None else value
 
         return apply
 

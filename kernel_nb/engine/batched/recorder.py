@@ -465,15 +465,19 @@ class BatchRecorder(MaskedLoops, Recorder):
             return np.array(rows[:0], copy=True)
         first, count = int(index[0]), index.size
         if int(index[-1]) - first + 1 == count and self._sole_array(rows):
-            # the first programs, as the budget keeps them: a view of their rows, while the
-            # arrays so held (whole, the others' rows too) stay within the budget
+            # the first programs, as the budget keeps them: a view of their rows, while what the
+            # arrays so held hold besides them (the other programs' rows), with the values kept,
+            # stays within the budget
             whole = _whole(rows)
-            if id(whole) in self._held_whole or self._held_bytes + whole.nbytes <= self.budget:
+            kept = rows[first : first + count]
+            extra = whole.nbytes - kept.nbytes
+            spent = self.kept_bytes + int(self.held.sum()) + self._held_bytes
+            if id(whole) in self._held_whole or spent + extra <= self.budget:
                 if id(whole) not in self._held_whole:
                     self._held_whole[id(whole)] = whole
-                    self._held_bytes += whole.nbytes
+                    self._held_bytes += extra
                 rows.flags.writeable = False
-                return rows[first : first + count]
+                return kept
         return np.array(rows[index], copy=True)
 
     def _sole_array(self, rows: np.ndarray) -> bool:
