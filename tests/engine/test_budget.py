@@ -82,3 +82,39 @@ def test_the_values_held_follow_the_budget_not_the_program(small_slack, strategy
     # (a block's lanes, 8 bytes each) past what the launch holds with nothing kept
     nothing = _run(1, 0, strategy)
     assert cut[2] <= nothing[2] + 2 * budget + 8 * BLOCK + (16 << 10)
+
+
+@triton.jit
+def _loop_values(x_ptr, out_ptr, STEPS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(x_ptr + offs)
+    for i in range(STEPS):
+        acc = acc * 0.5 + 1.0
+    tl.store(out_ptr + offs, acc)
+
+
+def test_a_batch_lets_go_of_the_values_of_programs_the_budget_cut():
+    # every program of the batch is kept at first; the budget holds 14 of the 64, and the values
+    # the others made before it ran out are let go then, not when the launch ends
+    programs, block, steps, budget = 64, 1024, 64, 4 << 20
+    x = np.linspace(0, 1, programs * block, dtype=np.float32)
+    out = np.zeros_like(x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with kernel_nb.interpret(budget_bytes=budget, strategy="auto") as session:
+            _loop_values[(programs,)](x, out, STEPS=steps, BLOCK=block)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    launch = session.trace[0]
+    assert launch.strategy == "batched"
+    kept = [pid for pid, p in launch.programs.items() if p.kept]
+    assert 0 < len(kept) < programs and launch.kept_bytes <= 2 * budget
+    assert held < 1.5 * budget  # the kept values and little else (all the batch's: 16 MiB)
+    expected = x.reshape(programs, block)
+    for _ in range(3):
+        expected = expected * np.float32(0.5) + np.float32(1.0)
+    last_kept, first_cut = kept[-1][0], len(kept)
+    for pid in (last_kept, first_cut):  # kept, then replayed
+        np.testing.assert_array_equal(launch.value(pid, "acc", iteration=(2,)), expected[pid])

@@ -441,6 +441,38 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._kept_programs = picked
         self.kept_index = None if picked.size == len(self.batch) else picked
         self.keep = bool(picked.size)
+        self._let_go_of_cut_rows()
+
+    def _let_go_of_cut_rows(self) -> None:
+        """Where the batch's blocks so far hold values of programs the budget has just cut (a
+        value kept whole while every program was kept), keep copies of the kept programs' rows
+        instead, so that the arrays holding the others go: else the values of a whole batch stay
+        until it ends, over the budget. Done when that frees a share of the budget worth a copy."""
+        keep = self.keep_rows
+        plans = []
+        freed = 0
+        for block in self.record_blocks:
+            plan = _rows_kept(block.value_rows, keep, block.values)
+            if plan is not None:
+                freed += plan[2] * block.row_bytes()
+                plans.append((block, plan))
+        for event in self.event_blocks:
+            plan = _rows_kept(event.kept_rows, keep, event.mask)
+            if plan is not None:
+                row_bytes = event.row_bytes()
+                freed += plan[2] * int(np.max(row_bytes) if isinstance(row_bytes, np.ndarray) else row_bytes)
+                plans.append((event, plan))
+        if freed < self.budget // 8:
+            return
+        for block, (picked, index, _) in plans:
+            if isinstance(block, RecordBlock):
+                block.values, block.value_rows = _picked_rows(block.values, picked), index
+            else:
+                block.mask = _picked_rows(block.mask, picked)
+                block.indices = _picked_rows(block.indices, picked)
+                block.values = _picked_rows(block.values, picked)
+                block.before = _picked_rows(block.before, picked)
+                block.kept_rows = index
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
@@ -525,9 +557,10 @@ class BatchRecorder(MaskedLoops, Recorder):
         for block in blocks:
             held = block.row_bytes()
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
-        for program, size in zip(self.programs, sizes.tolist()):
+        for program, size, open_row in zip(self.programs, sizes.tolist(), self.keep_rows.tolist()):
             if program.kept and not self.spent and self.kept_bytes < self.budget:
-                if self.kept_bytes + size <= self.cut_at():
+                # a row the batch stopped keeping was cut (its values may be gone already)
+                if open_row and self.kept_bytes + size <= self.cut_at():
                     self.kept_bytes += size
                     continue
                 self.spent = True  # cut, as Recorder.check_budget cuts a serial program
@@ -535,6 +568,39 @@ class BatchRecorder(MaskedLoops, Recorder):
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
+
+
+def _rows_kept(
+    index: np.ndarray | None, keep: np.ndarray, rows: Any
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """For a block whose arrays hold `rows` (row i of the batch at `index[i]`, -1: none; None:
+    at i), the rows to keep of `keep`: their places in the arrays, the new index, and how many
+    rows go (None: none goes, or the arrays are not per row)."""
+    if not isinstance(rows, (np.ndarray, TileRows)) or not len(rows):
+        return None
+    if index is None:
+        if len(rows) != len(keep):
+            return None
+        index = np.arange(len(keep))
+    held = index >= 0
+    chosen = np.flatnonzero(held & keep)
+    gone = int(held.sum()) - chosen.size
+    if not gone:
+        return None
+    new = np.full(len(keep), -1, np.int64)
+    new[chosen] = np.arange(chosen.size)
+    return index[chosen], new, gone
+
+
+def _picked_rows(rows: Any, at: np.ndarray) -> Any:
+    """Copies of rows `at` of a block's array (a TileRows stays one)."""
+    if rows is None:
+        return None
+    if isinstance(rows, TileRows):
+        return TileRows(rows.shift[at], rows.lanes, rows.shape[1:])
+    picked = np.array(rows[at], copy=True)
+    picked.flags.writeable = False
+    return picked
 
 
 def _whole(rows: np.ndarray) -> np.ndarray:
