@@ -88,7 +88,7 @@ def test_the_values_held_follow_the_budget_not_the_program(small_slack, strategy
 def _loop_values(x_ptr, out_ptr, STEPS: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     acc = tl.load(x_ptr + offs)
-    for i in range(STEPS):
+    for _step in range(STEPS):
         acc = acc * 0.5 + 1.0
     tl.store(out_ptr + offs, acc)
 
