@@ -449,7 +449,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         instead, so that the arrays holding the others go: else the values of a whole batch stay
         until it ends, over the budget. Done when that frees a share of the budget worth a copy."""
         keep = self.keep_rows
-        plans = []
+        plans: list[tuple[RecordBlock | EventBlock, tuple[np.ndarray, np.ndarray, int]]] = []
         freed = 0
         for block in self.record_blocks:
             plan = _rows_kept(block.value_rows, keep, block.values)
