@@ -464,15 +464,15 @@ class BatchRecorder(MaskedLoops, Recorder):
                 plans.append((event, plan))
         if freed < self.budget // 8:
             return
-        for block, (picked, index, _) in plans:
-            if isinstance(block, RecordBlock):
-                block.values, block.value_rows = _picked_rows(block.values, picked), index
+        for made, (picked, index, _) in plans:
+            if isinstance(made, RecordBlock):
+                made.values, made.value_rows = _picked_rows(made.values, picked), index
             else:
-                block.mask = _picked_rows(block.mask, picked)
-                block.indices = _picked_rows(block.indices, picked)
-                block.values = _picked_rows(block.values, picked)
-                block.before = _picked_rows(block.before, picked)
-                block.kept_rows = index
+                made.mask = _picked_rows(made.mask, picked)
+                made.indices = _picked_rows(made.indices, picked)
+                made.values = _picked_rows(made.values, picked)
+                made.before = _picked_rows(made.before, picked)
+                made.kept_rows = index
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
