@@ -8,6 +8,8 @@ into the serial strategy's per-program records, events and findings; `intervals`
 per-program access ranges.
 """
 
+import numpy.ma  # noqa: F401  # np.unique imports it on first call (numpy >= 2.3): at import, not in a launch
+
 from kernel_nb.engine.batched.builder import BatchUnsupported
 from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.run import BatchedRun, unsupported_reason

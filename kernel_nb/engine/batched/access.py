@@ -127,8 +127,16 @@ class Access:
         inside = (starts >= 0) & (starts <= size - run)
         return starts, run, None if inside.all() else inside
 
-    def gather(self, view: np.ndarray, fill: Any = None) -> np.ndarray:
-        """view[index] for every lane of every row; `fill` (default 0) for masked lanes."""
+    def gather(self, view: np.ndarray, fill: Any = None, share: bool = False) -> np.ndarray:
+        """view[index] for every lane of every row; `fill` (default 0) for masked lanes. With
+        `share`, where every lane is active and the rows are one stretch of `view` in order, a
+        read-only view of it rather than a copy."""
+        if share and self.active is None and self.rows is None:
+            stretch = self.stretch(view.size)
+            if stretch is not None:
+                shared = view[stretch].reshape(len(self.lo), -1)
+                shared.flags.writeable = False
+                return shared
         runs = self.runs(view.size)
         if runs is not None:
             # whole runs at a time: no index per lane
@@ -156,6 +164,21 @@ class Access:
         filler = np.zeros((), view.dtype) if fill is None else np.broadcast_to(fill, self.addresses.shape)
         np.copyto(gathered, filler.reshape(gathered.shape) if filler.ndim else filler, where=~self.active)
         return gathered
+
+    def stretch(self, size: int) -> slice | None:
+        """Where the rows' lanes are, in order, one stretch of consecutive elements of a map of
+        `size` (a launch's tiles side by side): that stretch (None: they are not)."""
+        runs = self.runs(size)
+        if runs is None:
+            return None
+        starts, run, inside = runs
+        if inside is not None or not starts.size:
+            return None
+        flat = starts.reshape(-1)
+        first = int(flat[0])
+        if not (flat == first + run * np.arange(flat.size)).all():
+            return None
+        return slice(first, first + run * flat.size)
 
     def _whole_runs(self, size: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, slice] | None:
         """The runs (see `runs`) split for writing: which runs are inside the map with every lane

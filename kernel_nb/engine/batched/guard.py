@@ -265,7 +265,10 @@ class BatchGuard(MemoryGuard):
             return load()
         dtype = triton_compat.pointer_element_np(ptrs)
         fill = None if other is None else other.data
-        values = access.gather(view_of(access.arg, dtype), fill)
+        # from the caller's memory, which the launch does not change: a view will do (kept values
+        # are copied, see BatchRecorder.kept_rows)
+        share = access.arg.memory.lazy
+        values = access.gather(view_of(access.arg, dtype), fill, share=share)
         return triton_compat.TensorHandle(
             values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
         )
@@ -276,8 +279,14 @@ class BatchGuard(MemoryGuard):
         access = self._access
         if self.precise or access is None or not access.direct:
             return super().store(store, np.asarray(addresses), active, dtype, value)
-        view = view_of(access.arg, dtype, write=True)
-        before = access.gather(view)
+        if access.arg.memory.lazy:
+            # the launch's first write to this memory: what is there is the caller's, unchanged,
+            # so a view of it serves as `before` (and for the undo) where a copy would otherwise
+            before = access.gather(view_of(access.arg, dtype), share=True)
+            view = view_of(access.arg, dtype, write=True)
+        else:
+            view = view_of(access.arg, dtype, write=True)
+            before = access.gather(view)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
         self.undo.steps.append(access.scatter(view, values, before))
         after = None

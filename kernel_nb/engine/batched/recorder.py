@@ -443,26 +443,33 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.keep = bool(picked.size)
         self._let_go_of_cut_rows()
 
-    def _let_go_of_cut_rows(self) -> None:
-        """Where the batch's blocks so far hold values of programs the budget has just cut (a
-        value kept whole while every program was kept), keep copies of the kept programs' rows
-        instead, so that the arrays holding the others go: else the values of a whole batch stay
-        until it ends, over the budget. Done when that frees a share of the budget worth a copy."""
+    def _let_go_of_cut_rows(self, ended: bool = False) -> None:
+        """Where the batch's blocks hold values of programs the budget cut (a value kept whole
+        while every program was kept), keep copies of the kept programs' rows instead, so that
+        the arrays holding the others go: else a launch keeps a whole batch's values, over the
+        budget. While the batch runs, only loop iterations' values (the kernel holds those of
+        its straight-line code until it ends: copies would only add to them), when that frees a
+        share of the budget worth the copies; once it `ended`, all."""
         keep = self.keep_rows
+        # while the batch runs, a block goes down to the rows kept when half of its rows go; at
+        # its end, when a fifth does: what a launch keeps stays within 1.25 x its budget
+        share = 0.25 if ended else 1.0
         plans: list[tuple[RecordBlock | EventBlock, tuple[np.ndarray, np.ndarray, int]]] = []
         freed = 0
         for block in self.record_blocks:
-            plan = _rows_kept(block.value_rows, keep, block.values)
+            if not (ended or block.iteration):
+                continue
+            plan = _rows_kept(block.value_rows, keep, block.values, share)
             if plan is not None:
                 freed += plan[2] * block.row_bytes()
                 plans.append((block, plan))
-        for event in self.event_blocks:
-            plan = _rows_kept(event.kept_rows, keep, event.mask)
+        for event in self.event_blocks if ended or self.iteration else ():
+            plan = _rows_kept(event.kept_rows, keep, event.mask, share)
             if plan is not None:
                 row_bytes = event.row_bytes()
                 freed += plan[2] * int(np.max(row_bytes) if isinstance(row_bytes, np.ndarray) else row_bytes)
                 plans.append((event, plan))
-        if freed < self.budget // 8:
+        if not freed or (freed < self.budget // 8 and not ended):
             return
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
@@ -568,14 +575,17 @@ class BatchRecorder(MaskedLoops, Recorder):
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
+        for row, program in enumerate(self.programs):
+            self.keep_rows[row] = program.kept
+        self._let_go_of_cut_rows(ended=True)
 
 
 def _rows_kept(
-    index: np.ndarray | None, keep: np.ndarray, rows: Any
+    index: np.ndarray | None, keep: np.ndarray, rows: Any, share: float
 ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """For a block whose arrays hold `rows` (row i of the batch at `index[i]`, -1: none; None:
     at i), the rows to keep of `keep`: their places in the arrays, the new index, and how many
-    rows go (None: none goes, or the arrays are not per row)."""
+    rows go (None: fewer than `share` x those that stay go, or the arrays are not per row)."""
     if not isinstance(rows, (np.ndarray, TileRows)) or not len(rows):
         return None
     if index is None:
@@ -585,8 +595,8 @@ def _rows_kept(
     held = index >= 0
     chosen = np.flatnonzero(held & keep)
     gone = int(held.sum()) - chosen.size
-    if not gone:
-        return None
+    if gone < max(1, share * chosen.size):
+        return None  # enough rows go: a block is copied a few times at most
     new = np.full(len(keep), -1, np.int64)
     new[chosen] = np.arange(chosen.size)
     return index[chosen], new, gone
