@@ -130,6 +130,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.loop_mask.clear()
         self.frames = [type(self.frames[0])("")]
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
+        self._rows_held = len(pids)  # the most rows a loop's block holds (see _let_go_of_cut_rows)
         self._held_kept_cache: tuple[Any, Any, np.ndarray | None, np.ndarray] | None = None
 
     @property
@@ -454,6 +455,11 @@ class BatchRecorder(MaskedLoops, Recorder):
         # while the batch runs, a block goes down to the rows kept when half of its rows go; at
         # its end, when a fifth does: what a launch keeps stays within 1.25 x its budget
         share = 0.25 if ended else 1.0
+        kept = int(keep.sum())
+        # the most rows a block of the kind looked at can hold: at the end, every block's
+        held = len(keep) if ended else self._rows_held
+        if held - kept < max(1, share * kept):
+            return  # no block can have lost enough rows
         plans: list[tuple[RecordBlock | EventBlock, tuple[np.ndarray, np.ndarray, int]]] = []
         freed = 0
         for block in self.record_blocks:
@@ -471,6 +477,8 @@ class BatchRecorder(MaskedLoops, Recorder):
                 plans.append((event, plan))
         if not freed or (freed < self.budget // 8 and not ended):
             return
+        if not ended:
+            self._rows_held = kept
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
                 made.values, made.value_rows = _picked_rows(made.values, picked), index
