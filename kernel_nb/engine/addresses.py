@@ -51,7 +51,6 @@ class AddressMap:
         # nothing is inside), and what turns an address of it into a host address
         self._base = np.array([m.base if m else 0 for m in self.memories], dtype=np.int64)
         self._size = np.array([m.size if m else -1 for m in self.memories], dtype=np.int64)
-        self._delta: np.ndarray | None = None  # made by `host`, which fills the copies first
         self._all_writable = all(m is None or m.all_writable for m in self.memories)
 
     # -- which memory, which argument --------------------------------------------------------------
@@ -188,19 +187,26 @@ class AddressMap:
 
     # -- where memory is -------------------------------------------------------------------------
 
-    def host(self, addresses: np.ndarray) -> np.ndarray:
+    def host(self, addresses: np.ndarray, write: bool = True) -> np.ndarray:
         """The host addresses of the copies' bytes at these addresses (checked ones; an address of
-        no memory stays as it is, for a masked lane that is never touched)."""
+        no memory stays as it is, for a masked lane that is never touched). To read only
+        (`write` False), a memory whose copy is not filled yet is read where the caller holds it."""
         a = np.asarray(addresses, dtype=np.uint64)
         if a.size == 0 or not len(self.memories):
             return a
-        if self._delta is None:  # the bytes at host addresses are read or written: fill the copies
-            self._delta = np.array(
-                [(m.host - m.base) % (1 << 64) if m else 0 for m in self.memories], dtype=np.uint64
-            )
         lo, hi = int(a.min()), int(a.max())
         w = self.window_of(lo)
         if w >= 0 and w == self.window_of(hi):
-            return a + self._delta[w]
+            return a + self._delta(w, write)
         windows = self.windows(a)
-        return a + np.where(windows >= 0, self._delta[np.clip(windows, 0, None)], np.uint64(0))
+        deltas = np.array([self._delta(i, write) for i in range(len(self.memories))], dtype=np.uint64)
+        return a + np.where(windows >= 0, deltas[np.clip(windows, 0, None)], np.uint64(0))
+
+    def _delta(self, window: int, write: bool) -> np.uint64:
+        """What turns an address of memory `window` into a host address: of its copy (filled
+        first), or to read one not filled yet, of the caller's memory."""
+        m = self.memories[window]
+        if m is None:
+            return np.uint64(0)
+        held = m.lo if m.lazy and not write else m.host
+        return np.uint64((held - m.base) % (1 << 64))

@@ -134,7 +134,9 @@ class BoundArguments:
     def restore(self, snapshot: Sequence[np.ndarray | None]) -> None:
         """Put the memories back as `snapshot` holds them (a None entry: left as it is)."""
         for memory, saved in zip(self.memories, snapshot):
-            if saved is not None and saved is not memory.copy:
+            # a copy not filled yet was never written: filled, it reads the caller's memory,
+            # which holds the inputs until the launch commits (and commit fills every copy)
+            if saved is not None and not memory.lazy and saved is not memory.copy:
                 memory.copy[...] = saved
 
     def written_memories(self, written: Callable[[str], bool]) -> set[int]:

@@ -448,9 +448,9 @@ class MemoryGuard:
 
         unmasked = [False]  # set while tl.load / tl.store without mask= runs (for the error's advice)
 
-        def host(ptrs: Any) -> Any:
+        def host(ptrs: Any, write: bool = True) -> Any:
             # the interpreter moves elements at host addresses: the kernel's, translated, once checked
-            return triton_compat.handle_with_data(ptrs, self.addresses.host(ptrs.data))
+            return triton_compat.handle_with_data(ptrs, self.addresses.host(ptrs.data, write))
 
         # 3.9's descriptor loads pass cache_policy= and is_volatile= by keyword: every hook passes
         # keywords on as they came
@@ -484,7 +484,9 @@ class MemoryGuard:
             addresses, active = self.lanes(ptrs, mask)
             self.check("load", ptrs, addresses, active, unmasked[0])
             self.before_read(addresses, active)
-            result = self.load(lambda: load(host(ptrs), mask, other, *rest, **options), ptrs, other)
+            result = self.load(
+                lambda: load(host(ptrs, write=False), mask, other, *rest, **options), ptrs, other
+            )
             self.event("load", addresses, active, result.data, reads=True)
             if self.turns is not None:
                 self.turns.polled(self.locate(), result.data)

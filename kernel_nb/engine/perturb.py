@@ -33,6 +33,7 @@ from kernel_nb.engine.guard import MemoryGuard
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import patched_methods
 from kernel_nb.engine.recorder import Recorder
+from kernel_nb.engine.restore import RestoreOnTouch
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.snapshot import InputSnapshot
@@ -88,16 +89,12 @@ def detect_masked_fill(
     # breakpoint() in the source stops any run of it; the rewrite the launch made says so
     if rewrites.rewritten(fn, instrument=options.capture).breakpoints:
         return []
-    # the launch's results, to put back after the replays: the memories it wrote (the others hold
-    # its inputs, which `snapshot` gives back)
-    wrote = bound.written_memories(lambda name: launch.buffers[name].written)
-    results = [
-        saved if saved is not None else snapshot[i] for i, saved in enumerate(bound.snapshot(only=wrote))
-    ]
+    # each replay starts from the inputs where it goes, and the launch's results go back there
+    restore = RestoreOnTouch(bound.memories, snapshot)
     # only the events are compared: no statement records (a program of 2**20 lanes keeps every
     # value of a replay), and no line breakpoints, which only instrumented functions hold
     quiet = dataclasses.replace(options, capture=False, detect=False, progress=None)
-    replay = _Replayer(fn, launch, bound, snapshot, quiet, rewrites, interrupts)
+    replay = _Replayer(fn, launch, bound, restore, quiet, rewrites, interrupts)
     changes: dict[Site, _Change] = {}
     checked = 0
     try:
@@ -115,7 +112,7 @@ def detect_masked_fill(
                     if change is not None:
                         changes[site] = change
     finally:
-        bound.restore(results)
+        restore.finish()
     return [_finding(launch, change, checked) for change in changes.values()]
 
 
@@ -159,12 +156,12 @@ class _Replayer:
         fn: Callable[..., Any],
         launch: Launch,
         bound: BoundArguments,
-        snapshot: InputSnapshot,
+        restore: RestoreOnTouch,
         options: Options,
         rewrites: RewriteCache,
         interrupts: InterruptWatch,
     ) -> None:
-        self.fn, self.launch, self.bound, self.snapshot = fn, launch, bound, snapshot
+        self.fn, self.launch, self.bound, self.restore = fn, launch, bound, restore
         self.options, self.rewrites, self.interrupts = options, rewrites, interrupts
 
     def __call__(self, pid: Pid, fill: _Fill) -> ProgramTrace | str | None:
@@ -179,7 +176,7 @@ class _Replayer:
             args=launch.args,
             statements=list(launch.statements),
         )
-        self.bound.restore(self.snapshot)
+        self.restore.begin()
         run = _FillRun(
             self.fn,
             scratch,
@@ -190,6 +187,7 @@ class _Replayer:
             replay=True,
             replay_pid=pid,
             fill=fill,
+            restore=self.restore,
         )
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # the kernel's prints ran once already
@@ -206,6 +204,7 @@ class _FillRun(SerialRun):
     """A serial replay whose memory guard fills masked-off lanes as `fill` says."""
 
     fill: _Fill = field(default_factory=_Fill)
+    restore: RestoreOnTouch | None = None
 
     def _parts(self) -> tuple[Recorder, MemoryGuard]:
         recorder, _ = super()._parts()
@@ -228,6 +227,26 @@ class _FillingGuard(MemoryGuard):
     def __init__(self, *args: Any, run: _FillRun, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.run = run
+
+    def check(
+        self, op: str, ptrs: Any, addresses: np.ndarray, active: np.ndarray, unmasked: bool = False
+    ) -> None:
+        super().check(op, ptrs, addresses, active, unmasked)
+        restore = self.run.restore
+        if restore is None:
+            return
+        # the access is in bounds: put the inputs back where it goes before it is made
+        lanes = np.asarray(np.asarray(addresses)[active], dtype=np.uint64).reshape(-1)
+        if not lanes.size:
+            return
+        itemsize = triton_compat.pointer_element_itemsize(ptrs)
+        windows = self.addresses.windows(lanes)
+        for window in np.unique(windows[windows >= 0]).tolist():
+            memory = self.addresses.memories[window]
+            assert memory is not None
+            mine = lanes[windows == window]
+            lo, hi = int(mine.min()) - memory.base, int(mine.max()) - memory.base + itemsize
+            restore.touch(window, lo, hi, writes=op != "load")
 
     @contextmanager
     def installed(self, builder: Any) -> Iterator[None]:
