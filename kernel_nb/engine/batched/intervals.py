@@ -323,8 +323,10 @@ class IntervalBook:
 
     def commit(self) -> None:
         """Hand the batch's marks and counts to the launch's buffer maps (which add them in when
-        read): copies of the span the batch touched, so that the next batch reuses the arrays
-        (blanked there by `_clear`) rather than making an argument's worth of new ones."""
+        read). Marks: copies of the span the batch touched, so that the next batch reuses the
+        arrays (blanked there by `_clear`) rather than filling an argument's worth of new ones.
+        Counts: the arrays themselves (zeros cost no page until counted in), the next batch
+        making new ones."""
         for (name, kind), side in self.sides.items():
             if side.lo >= side.hi:
                 continue
@@ -336,7 +338,9 @@ class IntervalBook:
             if side.mark is not None:
                 bmap.add_marks(kind, side.lo, side.mark[span].copy())
             if side.counts is not None:
-                bmap.add_marks(f"{kind}-count", side.lo, side.counts[span].copy())
+                bmap.add_marks(f"{kind}-count", side.lo, side.counts[span])
+                del self._counts[name, kind]
+                side.counts = None
         self._clear()
 
 
