@@ -8,6 +8,7 @@ each record would update three modules in step.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -83,7 +84,9 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.hold_rows = hold
         self.batch: list[Pid] = []
         # per launch: arrays whose kept rows are views
-        self._held_whole: dict[int, np.ndarray] = {}
+        # per launch: arrays whose kept rows are views, weakly (an array goes when no record
+        # holds a view of it any more, see _let_go_of_cut_rows), and the other rows' bytes
+        self._held_whole: dict[int, weakref.ref[np.ndarray]] = {}
         self._held_bytes = 0
         self._arenas = {id(b.memory.arena) for b in addresses.buffers}  # the arguments' host copies
         # per statement, the most bytes one program's value took (see `program_bytes`)
@@ -521,11 +524,21 @@ class BatchRecorder(MaskedLoops, Recorder):
             spent = self.kept_bytes + int(self.held.sum()) + self._held_bytes
             if id(whole) in self._held_whole or spent + extra <= self.budget:
                 if id(whole) not in self._held_whole:
-                    self._held_whole[id(whole)] = whole
-                    self._held_bytes += extra
+                    self._hold_whole(whole, extra)
                 rows.flags.writeable = False
                 return kept
         return np.array(rows[index], copy=True)
+
+    def _hold_whole(self, whole: np.ndarray, extra: int) -> None:
+        """Count `extra` bytes of `whole` as held while it lives."""
+        key = id(whole)
+
+        def gone(_: Any) -> None:
+            self._held_whole.pop(key, None)
+            self._held_bytes -= extra
+
+        self._held_whole[key] = weakref.ref(whole, gone)
+        self._held_bytes += extra
 
     def _sole_array(self, rows: np.ndarray) -> bool:
         """Whether `rows` shows an array an operation made: not a part of a larger array
