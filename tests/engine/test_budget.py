@@ -118,3 +118,34 @@ def test_a_batch_lets_go_of_the_values_of_programs_the_budget_cut():
     last_kept, first_cut = kept[-1][0], len(kept)
     for pid in (last_kept, first_cut):  # kept, then replayed
         np.testing.assert_array_equal(launch.value(pid, "acc", iteration=(2,)), expected[pid])
+
+
+@triton.jit
+def _triangle(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(pid + 1):  # a trip count per program: one masked loop for the batch
+        acc += tl.load(x_ptr + i * BLOCK + offs)
+    tl.store(out_ptr + pid * BLOCK + offs, acc)
+
+
+def test_a_masked_loop_holds_one_iterations_values_not_all_of_them():
+    programs, block = 64, 4096
+    x = np.ones(programs * block, np.float32)
+    out = np.zeros_like(x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        with kernel_nb.interpret(capture=False, strategy="auto") as session:
+            _triangle[(programs,)](x, out, BLOCK=block)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert session.trace[0].strategy == "batched"
+    expected = np.broadcast_to(np.arange(1, programs + 1, dtype=np.float32)[:, None], (programs, block))
+    np.testing.assert_array_equal(out.reshape(programs, block), expected)
+    # an iteration's values are a few arrays of 64 rows of 16 KiB; all 64 iterations' would be
+    # some 100 MiB
+    assert peak < 24 << 20, peak

@@ -17,6 +17,7 @@ import numpy as np
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.batched.builder import Divergence, LoopMask
 from kernel_nb.engine.batched.tiles import rows_of, shape_of, widened
+from kernel_nb.engine.rewrite import PROBE
 from kernel_nb.trace import Pid
 
 
@@ -79,9 +80,12 @@ class MaskedLoops:
     def loop_snapshot(self, names: dict[str, Any]) -> Any:
         if self.trips is None:
             return None
+        # not the probe's own names: they hold the snapshot of the iteration before, which would
+        # chain every iteration's values together until the loop ends
+        mine = {name: value for name, value in names.items() if not name.startswith(PROBE)}
         if (len(self.frames), len(self.frames[-1].loops)) == self._masked_depth:
-            return _MaskedLoopNames(names)  # the masked loop's own iteration
-        return dict(names)
+            return _MaskedLoopNames(mine)  # the masked loop's own iteration
+        return mine
 
     def loop_narrow(self, saved: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
         """The names a masked loop's body reads, narrowed to the rows of the programs it still
