@@ -221,14 +221,22 @@ def _host_access(lo: int, hi: int) -> Access:
         return arrays.host_bytes(lo, hi)  # the caller copies it into the arena
 
     def write(data: np.ndarray) -> None:
-        # only the bytes that differ: a read-only input sharing the region stays untouched. In
+        # only what differs: a read-only input sharing the region stays untouched. Compared in
+        # 8-byte words where the region allows (a word that differs lies in writable memory, a
+        # page being all one or the other), and copied plainly where every word differs. In
         # pieces, with one mask reused: no temporary the size of the region to fault in
         target = arrays.host_bytes(lo, hi)
-        changed = np.empty(min(_PIECE, target.size), bool)
-        for start in range(0, target.size, _PIECE):
-            t, d = target[start : start + _PIECE], data[start : start + _PIECE]
+        data = np.ascontiguousarray(data).reshape(-1)
+        if lo % 8 == 0 and target.size % 8 == 0:
+            target, data = target.view(np.uint64), data.view(np.uint64)
+        piece = _PIECE // target.itemsize
+        changed = np.empty(min(piece, target.size), bool)
+        for start in range(0, target.size, piece):
+            t, d = target[start : start + piece], data[start : start + piece]
             mask = np.not_equal(t, d, out=changed[: t.size])
-            if mask.any():
+            if mask.all():
+                t[...] = d
+            elif mask.any():
                 np.copyto(t, d, where=mask)
 
     return read, write
