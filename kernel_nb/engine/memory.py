@@ -44,9 +44,10 @@ class Memory:
     memory) to fill the copy from; `write` puts a buffer back. The kernel's pointers into the copy
     are addresses in the memory's window (`base` on); `host` is where the copy really is.
 
-    A host memory's copy is filled on first use (`lazy`): until the launch writes to it or reaches
-    it by address, its loads read the caller's memory (`current`), which holds the same bytes, so
-    that an argument the launch only reads is never copied.
+    A host memory's copy is filled on first use (`lazy`): until the launch writes to it, its loads
+    read the caller's memory (`current`, or its address: see AddressMap.host), which holds the same
+    bytes, so that an argument the launch only reads is copied only when the launch ends, to keep
+    its inputs (BoundArguments.commit).
     """
 
     space: str  # "host", "cuda:0" ...
@@ -131,14 +132,14 @@ def copy_regions(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str
     if len(groups) > WINDOW_COUNT:
         raise ArgumentError(f"a launch takes at most {WINDOW_COUNT} separate arrays, not {len(groups)}")
     # a copy filled on first use (see Memory) is allocated then
-    slots = [0 if _lazy(r) else _align(r.hi - r.lo) for r in groups]
+    lazy = [_lazy(r) for r in groups]
+    slots = [0 if later else _align(r.hi - r.lo) for r, later in zip(groups, lazy)]
     arena = np.zeros(sum(slots) + 64, np.uint8)
     offset = (-arena.ctypes.data) % 64
     memories = []
     memory_of: dict[str, Memory] = {}
-    for window, (region, slot) in enumerate(zip(groups, slots)):
-        size = region.hi - region.lo if slot else 0
-        memory = _memory(region, arena[offset : offset + size])
+    for window, (region, slot, later) in enumerate(zip(groups, slots, lazy)):
+        memory = _memory(region, None if later else arena[offset : offset + (region.hi - region.lo)])
         memory.window = window
         memory.writable = _merged(
             (leaf.lo - region.lo, leaf.hi - region.lo) for leaf in region.leaves if leaf.writeable
@@ -176,7 +177,8 @@ def _lazy(region: arrays.Region) -> bool:
     return region.space == "host" and len(region.leaves) == 1 and not region.leaves[0].byteswapped
 
 
-def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
+def _memory(region: arrays.Region, copy: np.ndarray | None) -> Memory:
+    """The region's Memory, its copy filled into `copy` (None: filled on first use)."""
     members = region.leaves
     if len(members) == 1:
         read, write = _access(members[0])
@@ -197,10 +199,10 @@ def _memory(region: arrays.Region, copy: np.ndarray) -> Memory:
             for m_lo, m_hi, _, m_write in accesses:
                 m_write(data[m_lo - lo : m_hi - lo])
 
-    lazy = _lazy(region)
-    if not lazy:
-        copy[...] = read()
-    return Memory(region.space, region.lo, region.hi, read, write, copy, lazy=lazy)
+    if copy is None:
+        return Memory(region.space, region.lo, region.hi, read, write, lazy=True)
+    copy[...] = read()
+    return Memory(region.space, region.lo, region.hi, read, write, copy)
 
 
 Access = tuple[Callable[[], np.ndarray], Callable[[np.ndarray], None]]

@@ -132,9 +132,9 @@ class Access:
         `share`, where every lane is active and the rows are one stretch of `view` in order, a
         read-only view of it rather than a copy."""
         if share and self.active is None and self.rows is None:
-            stretch = self.stretch(view.size)
-            if stretch is not None:
-                shared = view[stretch].reshape(len(self.lo), -1)
+            span = self.side_by_side(view.size)
+            if span is not None:
+                shared = view[span].reshape(len(self.lo), -1)
                 shared.flags.writeable = False
                 return shared
         runs = self.runs(view.size)
@@ -165,7 +165,7 @@ class Access:
         np.copyto(gathered, filler.reshape(gathered.shape) if filler.ndim else filler, where=~self.active)
         return gathered
 
-    def stretch(self, size: int) -> slice | None:
+    def side_by_side(self, size: int) -> slice | None:
         """Where the rows' lanes are, in order, one stretch of consecutive elements of a map of
         `size` (a launch's tiles side by side): that stretch (None: they are not)."""
         runs = self.runs(size)

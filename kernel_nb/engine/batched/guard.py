@@ -279,13 +279,12 @@ class BatchGuard(MemoryGuard):
         access = self._access
         if self.precise or access is None or not access.direct:
             return super().store(store, np.asarray(addresses), active, dtype, value)
-        if access.arg.memory.lazy:
-            # the launch's first write to this memory: what is there is the caller's, unchanged,
-            # so a view of it serves as `before` (and for the undo) where a copy would otherwise
-            before = access.gather(view_of(access.arg, dtype), share=True)
-            view = view_of(access.arg, dtype, write=True)
-        else:
-            view = view_of(access.arg, dtype, write=True)
+        # the launch's first write to this memory: what is there is the caller's, unchanged, so a
+        # view of it serves as `before` (and for the undo) where a copy would otherwise
+        first = access.arg.memory.lazy
+        before = access.gather(view_of(access.arg, dtype), share=True) if first else None
+        view = view_of(access.arg, dtype, write=True)
+        if before is None:
             before = access.gather(view)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
         self.undo.steps.append(access.scatter(view, values, before))

@@ -83,12 +83,10 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.ranges = ranges
         self.hold_rows = hold
         self.batch: list[Pid] = []
-        # per launch: arrays whose kept rows are views
         # per launch: arrays whose kept rows are views, weakly (an array goes when no record
         # holds a view of it any more, see _let_go_of_cut_rows), and the other rows' bytes
         self._held_whole: dict[int, weakref.ref[np.ndarray]] = {}
         self._held_bytes = 0
-        self._arenas = {id(b.memory.arena) for b in addresses.buffers}  # the arguments' host copies
         # per statement, the most bytes one program's value took (see `program_bytes`)
         self._value_bytes: dict[int, int] = {}
         # per program, bytes of summary columns the running batch made so far, and the most a batch
@@ -543,12 +541,11 @@ class BatchRecorder(MaskedLoops, Recorder):
     def _sole_array(self, rows: np.ndarray) -> bool:
         """Whether `rows` shows an array an operation made: not a part of a larger array
         (keeping it would hold more than the budget counts), not memory of the launch's arguments
-        (stores change that). Operations make new arrays, so such a value stays as recorded."""
+        (stores change that: the private copies are parts of larger blocks, the caller's memory
+        is not the array's own). Operations make new arrays, so such a value stays as recorded."""
         base = _whole(rows)
         # a view of the whole array, or of less memory (a broadcast): it holds no more than counted
-        if base.base is not None or not base.flags.owndata or base.nbytes > rows.nbytes:
-            return False
-        return id(base) not in self._arenas
+        return base.base is None and base.flags.owndata and base.nbytes <= rows.nbytes
 
     def kept_row_map(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
@@ -596,8 +593,7 @@ class BatchRecorder(MaskedLoops, Recorder):
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
-        for row, program in enumerate(self.programs):
-            self.keep_rows[row] = program.kept
+        self.keep_rows[:] = [program.kept for program in self.programs]
         self._let_go_of_cut_rows(ended=True)
 
 
@@ -617,7 +613,7 @@ def _rows_kept(
     chosen = np.flatnonzero(held & keep)
     gone = int(held.sum()) - chosen.size
     if gone < max(1, share * chosen.size):
-        return None  # enough rows go: a block is copied a few times at most
+        return None  # too few go to be worth a copy: a block is copied a few times at most
     new = np.full(len(keep), -1, np.int64)
     new[chosen] = np.arange(chosen.size)
     return index[chosen], new, gone
