@@ -61,14 +61,14 @@ class Engine:
             except KeyboardInterrupt as stray:
                 # Ctrl-C outside the programs (setup, clean-up), or a second one while the first
                 # unwound: the launch is interrupted all the same, nothing was committed
-                with self.interrupts.held():
-                    raise _interrupted(name, stray) from None
+                self.interrupts.hold_rest()
+                raise _interrupted(name, stray) from None
             except ArgumentError as exc:
                 raise LaunchArgumentError(f"{name}: {exc}", kernel=name) from None
             except Exception as exc:
                 if self.interrupts.seen:  # Ctrl-C that a library turned into an error of its own
-                    with self.interrupts.held():
-                        raise _interrupted(name, None) from None
+                    self.interrupts.hold_rest()
+                    raise _interrupted(name, None) from None
                 if isinstance(exc, KernelError) and exc.launch is not None:
                     failure.put_first(exc.launch, exc)  # whichever strategy ran, after its detectors
                 raise

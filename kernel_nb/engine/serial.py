@@ -300,6 +300,7 @@ class SerialRun:
         )
 
     def _interrupted(self, pid: Pid | None) -> LaunchInterrupted:
+        self.interrupts.hold_rest()  # the undoing that follows must not be cut short by another press
         launch = self.launch
         launch.status, launch.error = "interrupted", "interrupted"
         return LaunchInterrupted(

@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 
 import kernel_nb
 from kernel_nb.engine import args as engine_args
@@ -205,6 +207,37 @@ def test_a_second_ctrl_c_while_the_first_unwinds_is_the_same_launch_interrupted(
     assert str(info.value).endswith("; the arrays are unchanged")
     assert (out == 7).all()
     assert engine_args.BoundArguments.commit is original
+
+
+@triton.jit
+def endless_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(0, n):
+        acc += 1.0
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+def test_a_burst_of_presses_ends_the_launch_once(strategy):
+    """Ctrl-C pressed three times in a row: the first stops the programs; the others land while the
+    launch unwinds or just after, and are the same interrupt, not a bare KeyboardInterrupt."""
+    out = np.full(64, 7.0, np.float32)
+
+    def press_three_times():
+        started = time.monotonic()
+        for at in (0.3, 0.32, 0.45):  # the last after the launch has unwound
+            time.sleep(max(0.0, started + at - time.monotonic()))
+            _thread.interrupt_main()
+
+    presses = threading.Thread(target=press_three_times)
+    with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret(strategy=strategy):
+        presses.start()
+        endless_kernel[(2,)](out, 2**62, BLOCK=64)
+    presses.join()
+    time.sleep(0.05)  # a press left pending would surface here
+    assert type(info.value) is kernel_nb.LaunchInterrupted
+    assert (out == 7).all()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkeypatch):
