@@ -208,5 +208,4 @@ class AddressMap:
         m = self.memories[window]
         if m is None:
             return np.uint64(0)
-        held = m.lo if m.lazy and not write else m.host
-        return np.uint64((held - m.base) % (1 << 64))
+        return np.uint64((m.address(write) - m.base) % (1 << 64))

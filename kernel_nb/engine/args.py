@@ -136,8 +136,10 @@ class BoundArguments:
         for memory, saved in zip(self.memories, snapshot):
             # a copy not filled yet was never written: filled, it reads the caller's memory,
             # which holds the inputs until the launch commits (and commit fills every copy)
-            if saved is not None and not memory.lazy and saved is not memory.copy:
-                memory.copy[...] = saved
+            # nor was a frozen copy (a written one has thawed)
+            if saved is None or memory.lazy or memory.frozen or saved is memory.arena:
+                continue
+            memory.copy[...] = saved
 
     def written_memories(self, written: Callable[[str], bool]) -> set[int]:
         """Indices of the memories holding an argument that `written` says the launch wrote, or

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -48,6 +47,11 @@ class Memory:
     read the caller's memory (`current`, or its address: see AddressMap.host), which holds the same
     bytes, so that an argument the launch only reads is copied only when the launch ends, to keep
     its inputs (BoundArguments.commit).
+
+    A batched load fills it read-only instead (`freeze`): the loaded tiles are then views of
+    bytes that never change, which the recorder keeps as they are instead of copying them, and
+    which are the launch's inputs. The first write fills a writable copy from it (`copy`); the
+    read-only one stays as `inputs`.
     """
 
     space: str  # "host", "cuda:0" ...
@@ -60,12 +64,19 @@ class Memory:
     # byte ranges [lo, hi) of the copy that caller memory lets be written (its writeable arguments)
     writable: list[tuple[int, int]] = field(default_factory=list)
     lazy: bool = False  # the copy is not filled yet (see the class docstring)
+    frozen: bool = False  # the copy is filled read-only and not written yet (see `freeze`)
+    # the bytes before the launch, where a frozen copy was then written (see the class docstring)
+    inputs: np.ndarray | None = None
 
     @property
     def copy(self) -> np.ndarray:
-        """The private copy, filled from the caller's memory first if it was not yet."""
+        """The private copy, to write: filled from the caller's memory first if it was not yet."""
         if self.lazy:
             self.fill()
+        if self.frozen:
+            self.inputs, self.arena = self.arena, _aligned(self.size)
+            self.arena[...] = self.inputs
+            self.frozen = False
         return self.arena
 
     def fill(self) -> None:
@@ -76,10 +87,36 @@ class Memory:
             self.arena[...] = self.read()
             self.lazy = False
 
+    def freeze(self) -> None:
+        """Fill a lazy copy read-only: what is read from it stays as it was read."""
+        if self.lazy:
+            self.fill()
+            self.arena.flags.writeable = False
+            self.frozen = True
+
+    def unwrite(self) -> None:
+        """Back to the read-only inputs where the copy was frozen before a write (replays wrote it)."""
+        if self.inputs is not None:
+            self.arena, self.inputs, self.frozen = self.inputs, None, True
+
     def current(self) -> np.ndarray:
         """The memory's bytes as the launch has them now, to read: the copy, or while it is not
         filled the caller's memory (which the launch has not written)."""
         return self.read() if self.lazy else self.arena
+
+    def holds_inputs(self, array: np.ndarray) -> bool:
+        """Whether `array` is a view of bytes of this memory that stay the launch's inputs."""
+        base = _whole(array)
+        return (self.frozen and base is _whole(self.arena)) or (
+            self.inputs is not None and base is _whole(self.inputs)
+        )
+
+    def address(self, write: bool) -> int:
+        """Host address of the copy's first byte: to write, of the writable copy (filled first);
+        to read, of what `current` gives (the caller's memory while not filled)."""
+        if write:
+            return int(self.copy.ctypes.data)
+        return self.lo if self.lazy else int(self.arena.ctypes.data)
 
     @property
     def base(self) -> int:
@@ -90,10 +127,10 @@ class Memory:
     def size(self) -> int:
         return self.hi - self.lo
 
-    @cached_property
+    @property
     def host(self) -> int:
-        """Host address of the copy (filled first: a lazy copy is allocated when filled)."""
-        return int(self.copy.ctypes.data)
+        """Host address of the writable copy (filled first: a lazy copy is allocated when filled)."""
+        return self.address(write=True)
 
     @property
     def read_only(self) -> bool:
@@ -106,7 +143,7 @@ class Memory:
 
     def write_back(self) -> None:
         """Put the copy back into caller memory, never into bytes that may not be written."""
-        if self.read_only or self.lazy:  # never filled: nothing was written
+        if self.read_only or self.lazy or self.frozen:  # never written
             return
         data = self.copy
         if not self.all_writable:
@@ -169,6 +206,13 @@ def _aligned(size: int) -> np.ndarray:
     block = np.empty(size + 64, np.uint8)
     offset = (-block.ctypes.data) % 64
     return block[offset : offset + size]
+
+
+def _whole(array: np.ndarray) -> np.ndarray:
+    """The array `array` is a view of (itself if none)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def _lazy(region: arrays.Region) -> bool:

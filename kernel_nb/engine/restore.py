@@ -26,9 +26,9 @@ class RestoreOnTouch:
             raise ValueError("memories must be in window order")
         self.memories = memories
         self.inputs = inputs
-        # a memory not filled yet was never written: the caller's memory holds its inputs, and a
-        # replay that fills it fills it with them (see `finish` for one that writes there)
-        self._unfilled = [m.lazy for m in memories]
+        # a memory not filled yet, or filled read-only, was never written: it holds its inputs,
+        # and a replay that writes there writes a copy (see `finish`)
+        self._unfilled = [m.lazy or m.frozen for m in memories]
         # per memory, the launch's results where a replay went, and which bytes those are
         self._results: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._span: dict[int, tuple[int, int]] = {}  # per memory, the bytes `_results` spans
@@ -76,5 +76,7 @@ class RestoreOnTouch:
             np.copyto(self.memories[window].copy[lo:hi], saved[lo:hi], where=held[lo:hi])
         for window in self._written:
             memory = self.memories[window]
-            if not memory.lazy:  # a replay filled it to write to it
+            if memory.inputs is not None:  # frozen before, a replay wrote a copy of it
+                memory.unwrite()
+            elif not memory.lazy:  # a replay filled it to write to it
                 memory.arena[...] = memory.read()

@@ -6,7 +6,9 @@ Copying every argument up front doubles the launch's memory and faults in as man
 the arguments hold, while most arguments are only read.
 
 Until the launch's results are written back, the caller's memory holds the inputs unchanged (the
-launch runs on private copies), so a host memory's inputs are read from there. Writing back takes
+launch runs on private copies), so a host memory's inputs are read from there; a memory the
+batched strategy loaded from is filled read-only first, and that copy holds them (Memory.freeze).
+Writing back takes
 a copy of each memory it is about to overwrite first; a memory the launch did not write keeps its
 inputs in the private copy itself, which is copied out only if a later replay, which could write
 anywhere, is about to run. Device memory (a copy would have to come over the bus each time) and
@@ -44,9 +46,11 @@ class InputSnapshot(Sequence[np.ndarray]):
         if copy is not None:
             return copy
         memory = self._memories[index]
+        if memory.inputs is not None or memory.frozen:  # read-only bytes that are the inputs
+            return memory.inputs if memory.inputs is not None else memory.arena
         # before write-back the caller's memory holds the inputs; after it, an unwritten memory's
         # private copy does (a written one was copied out by `before_write_back`)
-        return memory.copy if self._committed else memory.read()
+        return memory.current() if self._committed else memory.read()
 
     def __iter__(self) -> Iterator[np.ndarray]:
         return (self[i] for i in range(len(self)))
@@ -59,14 +63,20 @@ class InputSnapshot(Sequence[np.ndarray]):
         """The caller's memories `written` are about to be overwritten with the launch's results."""
         for i in written:
             if self._copies[i] is None:
-                self._copies[i] = np.array(self._memories[i].read())
+                memory = self._memories[i]
+                inputs = memory.inputs  # a frozen copy, written since: it holds them already
+                self._copies[i] = inputs if inputs is not None else np.array(memory.read())
         self._committed = True
 
     def materialize(self) -> None:
         """Copy out every input still held elsewhere: a replay is about to write the private copies."""
         for i, copy in enumerate(self._copies):
             if copy is None:
-                self._copies[i] = np.array(self[i])
+                memory = self._memories[i]
+                if memory.inputs is not None or memory.frozen:
+                    self._copies[i] = self[i]  # read-only: a replay's writes go to a copy of it
+                else:
+                    self._copies[i] = np.array(self[i])
 
 
 class TypedSnapshot(Mapping[str, np.ndarray]):

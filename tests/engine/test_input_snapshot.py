@@ -67,7 +67,7 @@ def test_a_saved_trace_keeps_its_inputs(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", ["serial", "auto"])
-def test_an_argument_the_launch_only_reads_is_copied_when_it_ends(strategy, monkeypatch):
+def test_an_argument_the_launch_only_reads_is_copied_once(strategy, monkeypatch):
     from kernel_nb.engine import args as args_module
 
     n = 4096
@@ -76,7 +76,7 @@ def test_an_argument_the_launch_only_reads_is_copied_when_it_ends(strategy, monk
     commit = args_module.BoundArguments.commit
 
     def noting(self, *a, **kw):
-        at_commit.append({b.name: b.memory.lazy for b in self.buffers})
+        at_commit.append({b.name: (b.memory.lazy, b.memory.frozen) for b in self.buffers})
         return commit(self, *a, **kw)
 
     monkeypatch.setattr(args_module.BoundArguments, "commit", noting)
@@ -85,8 +85,31 @@ def test_an_argument_the_launch_only_reads_is_copied_when_it_ends(strategy, monk
     np.testing.assert_array_equal(out, x + 1)
     launch = session.trace[0]
     assert launch.strategy == ("serial" if strategy == "serial" else "batched")
-    # read where the caller holds them (by numpy, or by the interpreter at host addresses)
-    assert at_commit == [{"x_ptr": True, "y_ptr": True, "out_ptr": False}]
+    if strategy == "serial":
+        # read where the caller holds them (by the interpreter, at host addresses)
+        assert at_commit == [{"x_ptr": (True, False), "y_ptr": (True, False), "out_ptr": (False, False)}]
+    else:
+        # copied once, read-only, by the first load: the loaded tiles are views of that copy
+        assert at_commit == [{"x_ptr": (False, True), "y_ptr": (False, True), "out_ptr": (False, False)}]
+        assert np.shares_memory(launch.value((3, 0, 0), "x"), launch.snapshot["x_ptr"])
     x[:] = -5.0  # after the launch the copies hold its inputs, whatever the caller does
     np.testing.assert_array_equal(launch.snapshot["x_ptr"], np.arange(n))
     np.testing.assert_array_equal(launch.value((3, 0, 0), "x"), np.arange(768, 1024))
+
+
+def test_an_argument_read_then_written_keeps_what_was_read(strategy):
+    """y is loaded (into a read-only copy), then stored to: the stores go to a copy of that copy,
+    so that the kept loaded values, and the launch's inputs, stay as they were read."""
+    n = 4096
+    x, y = np.arange(n, dtype=np.float32), np.full(n, 2.0, np.float32)
+    with kernel_nb.interpret() as session:
+        k.axpy_kernel[(n // 256,)](x, y, n, 3.0, BLOCK=256)
+    launch = session.trace[0]
+    assert launch.strategy == ("serial" if strategy == "serial" else "batched")
+    np.testing.assert_array_equal(y, 2.0 + 3.0 * x)
+    np.testing.assert_array_equal(launch.snapshot["y_ptr"], 2.0)
+    loaded = [r for r in launch.programs[(5, 0, 0)].records if launch.statements[r.stmt].name == "y"]
+    np.testing.assert_array_equal(loaded[0].value, 2.0)
+    y[:] = -1.0
+    np.testing.assert_array_equal(launch.snapshot["y_ptr"], 2.0)
+    np.testing.assert_array_equal(loaded[0].value, 2.0)

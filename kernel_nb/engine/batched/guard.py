@@ -265,10 +265,11 @@ class BatchGuard(MemoryGuard):
             return load()
         dtype = triton_compat.pointer_element_np(ptrs)
         fill = None if other is None else other.data
-        # from the caller's memory, which the launch does not change: a view will do (kept values
-        # are copied, see BatchRecorder.kept_rows)
-        share = access.arg.memory.lazy
-        values = access.gather(view_of(access.arg, dtype), fill, share=share)
+        # from a copy filled read-only, which nothing changes: views will do, kept as they are
+        # (see BatchRecorder.kept_rows)
+        memory = access.arg.memory
+        memory.freeze()
+        values = access.gather(view_of(access.arg, dtype), fill, share=memory.frozen)
         return triton_compat.TensorHandle(
             values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
         )
@@ -279,9 +280,11 @@ class BatchGuard(MemoryGuard):
         access = self._access
         if self.precise or access is None or not access.direct:
             return super().store(store, np.asarray(addresses), active, dtype, value)
-        # the launch's first write to this memory: what is there is the caller's, unchanged, so a
-        # view of it serves as `before` (and for the undo) where a copy would otherwise
-        first = access.arg.memory.lazy
+        # the launch's first write to this memory: what is there is its inputs, which stay where
+        # they are (the caller's memory, or a frozen copy), so a view of them serves as `before`
+        # (and for the undo) where a copy would otherwise
+        memory = access.arg.memory
+        first = memory.lazy or memory.frozen
         before = access.gather(view_of(access.arg, dtype), share=True) if first else None
         view = view_of(access.arg, dtype, write=True)
         if before is None:

@@ -480,14 +480,15 @@ class BatchRecorder(MaskedLoops, Recorder):
             return
         if not ended:
             self._rows_held = kept
+        inputs = self._holds_inputs
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
-                made.values, made.value_rows = _picked_rows(made.values, picked), index
+                made.values, made.value_rows = _picked_rows(made.values, picked, inputs), index
             else:
-                made.mask = _picked_rows(made.mask, picked)
-                made.indices = _picked_rows(made.indices, picked)
-                made.values = _picked_rows(made.values, picked)
-                made.before = _picked_rows(made.before, picked)
+                made.mask = _picked_rows(made.mask, picked, inputs)
+                made.indices = _picked_rows(made.indices, picked, inputs)
+                made.values = _picked_rows(made.values, picked, inputs)
+                made.before = _picked_rows(made.before, picked, inputs)
                 made.kept_rows = index
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
@@ -504,6 +505,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         """The rows of programs that can be kept (of those `running`): a copy, or `rows` itself
         where it is a value nothing else holds (see _sole_array)."""
         index = self.kept_positions(running)
+        if self._holds_inputs(rows):  # bytes that never change: kept as they are
+            return _rows_at(rows, index)
         if index is None:
             if self._sole_array(rows):
                 rows.flags.writeable = False  # a record: a later in-place write would change it
@@ -526,6 +529,10 @@ class BatchRecorder(MaskedLoops, Recorder):
                 rows.flags.writeable = False
                 return kept
         return np.array(rows[index], copy=True)
+
+    def _holds_inputs(self, rows: np.ndarray) -> bool:
+        """Whether `rows` shows a launch's inputs, read-only (see Memory.freeze)."""
+        return any(m is not None and m.holds_inputs(rows) for m in self.addresses.memories)
 
     def _hold_whole(self, whole: np.ndarray, extra: int) -> None:
         """Count `extra` bytes of `whole` as held while it lives."""
@@ -619,12 +626,26 @@ def _rows_kept(
     return index[chosen], new, gone
 
 
-def _picked_rows(rows: Any, at: np.ndarray) -> Any:
-    """Copies of rows `at` of a block's array (a TileRows stays one)."""
+def _picked_rows(rows: Any, at: np.ndarray, inputs: Callable[[np.ndarray], bool]) -> Any:
+    """Copies of rows `at` of a block's array (a TileRows stays one; rows of the launch's
+    inputs, which `inputs` tells, are views where they can be)."""
     if rows is None:
         return None
     if isinstance(rows, TileRows):
         return TileRows(rows.shift[at], rows.lanes, rows.shape[1:])
+    if inputs(rows):
+        return _rows_at(rows, at)
+    picked = np.array(rows[at], copy=True)
+    picked.flags.writeable = False
+    return picked
+
+
+def _rows_at(rows: np.ndarray, at: np.ndarray | None) -> np.ndarray:
+    """Rows `at` (None: all) of a read-only array: a view where they follow each other."""
+    if at is None:
+        return rows
+    if at.size and int(at[-1]) - int(at[0]) + 1 == at.size:
+        return rows[int(at[0]) : int(at[-1]) + 1]
     picked = np.array(rows[at], copy=True)
     picked.flags.writeable = False
     return picked
