@@ -176,8 +176,12 @@ class BoundArguments:
             # inputs from now on, when the caller may change its arrays (see InputSnapshot)
             memory.fill()
         with _deferred_interrupt():
+            changed = {i for i in chosen if not self.memories[i].read_only}
             if inputs is not None:
-                inputs.before_write_back({i for i in chosen if not self.memories[i].read_only})
+                # exchanged with the caller's bytes, a copy comes back holding the inputs
+                exchanged = {i for i in changed if inputs.copied(i) is None and self.memories[i].exchange()}
+                inputs.before_write_back(changed - exchanged)
+                chosen -= exchanged
             for i, memory in enumerate(self.memories):
                 if i in chosen:
                     memory.write_back()

@@ -67,6 +67,8 @@ class Memory:
     frozen: bool = False  # the copy is filled read-only and not written yet (see `freeze`)
     # the bytes before the launch, where a frozen copy was then written (see the class docstring)
     inputs: np.ndarray | None = None
+    # one host argument's bytes as they are (what `lazy` memories are): written back by exchange
+    direct: bool = False
 
     @property
     def copy(self) -> np.ndarray:
@@ -141,6 +143,18 @@ class Memory:
     def all_writable(self) -> bool:
         return self.writable == [(0, self.size)]
 
+    def exchange(self) -> bool:
+        """Write the copy back by exchanging its bytes with the caller's, where the memory is
+        `direct` and all writable: the copy then holds the inputs, read-only (frozen), and serves
+        as their snapshot, where a copy of the caller's memory would otherwise be made first.
+        Returns whether it did (else nothing changed)."""
+        if not (self.direct and self.all_writable) or self.lazy or self.frozen or self.inputs is not None:
+            return False  # (a copy frozen before it was written holds the inputs already)
+        _exchange(arrays.host_bytes(self.lo, self.hi), self.arena)
+        self.arena.flags.writeable = False
+        self.frozen = True
+        return True
+
     def write_back(self) -> None:
         """Put the copy back into caller memory, never into bytes that may not be written."""
         if self.read_only or self.lazy or self.frozen:  # never written
@@ -208,6 +222,17 @@ def _aligned(size: int) -> np.ndarray:
     return block[offset : offset + size]
 
 
+def _exchange(a: np.ndarray, b: np.ndarray) -> None:
+    """Exchange the bytes of two arrays of one size, in pieces: no temporary their size to fault in."""
+    held = np.empty(min(_PIECE, a.size), np.uint8)
+    for start in range(0, a.size, _PIECE):
+        x, y = a[start : start + _PIECE], b[start : start + _PIECE]
+        h = held[: x.size]
+        h[...] = x
+        x[...] = y
+        y[...] = h
+
+
 def _whole(array: np.ndarray) -> np.ndarray:
     """The array `array` is a view of (itself if none)."""
     while isinstance(array.base, np.ndarray):
@@ -244,7 +269,7 @@ def _memory(region: arrays.Region, copy: np.ndarray | None) -> Memory:
                 m_write(data[m_lo - lo : m_hi - lo])
 
     if copy is None:
-        return Memory(region.space, region.lo, region.hi, read, write, lazy=True)
+        return Memory(region.space, region.lo, region.hi, read, write, lazy=True, direct=True)
     copy[...] = read()
     return Memory(region.space, region.lo, region.hi, read, write, copy)
 

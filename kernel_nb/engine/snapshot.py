@@ -8,11 +8,12 @@ the arguments hold, while most arguments are only read.
 Until the launch's results are written back, the caller's memory holds the inputs unchanged (the
 launch runs on private copies), so a host memory's inputs are read from there; a memory the
 batched strategy loaded from is filled read-only first, and that copy holds them (Memory.freeze).
-Writing back takes
-a copy of each memory it is about to overwrite first; a memory the launch did not write keeps its
-inputs in the private copy itself, which is copied out only if a later replay, which could write
-anywhere, is about to run. Device memory (a copy would have to come over the bus each time) and
-poisoned arguments (whose copies differ from the caller's memory from the start) are copied at once.
+Writing back exchanges a host argument's bytes with its copy, which then holds the inputs
+(Memory.exchange); elsewhere it takes a copy of each memory it is about to overwrite first. A
+memory the launch did not write keeps its inputs in the private copy itself, which is copied out
+only if a later replay, which could write anywhere, is about to run. Device memory (a copy would
+have to come over the bus each time) and poisoned arguments (whose copies differ from the
+caller's memory from the start) are copied at once.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class InputSnapshot(Sequence[np.ndarray]):
 
     def __iter__(self) -> Iterator[np.ndarray]:
         return (self[i] for i in range(len(self)))
+
+    def copied(self, index: int) -> np.ndarray | None:
+        """The copy of memory `index` made for the snapshot, if one was."""
+        return self._copies[index]
 
     @property
     def copied_bytes(self) -> int:

@@ -38,9 +38,8 @@ def test_a_replay_reads_the_inputs_after_the_caller_changed_its_arrays(strategy)
     np.testing.assert_array_equal(launch.value((0, 0, 0), "total"), 10.0 + 2 * np.arange(128))
 
 
-def test_only_the_memories_written_back_are_copied():
-    x, y, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
-    bound = bind(k.add_kernel.fn, (x, y, out, 1000), {"BLOCK": 128})
+def _commit_a_result(out, x, y):
+    bound = bind(k.add_kernel.fn, (x, y, out, out.size), {"BLOCK": 128})
     inputs = bound.inputs()
     assert inputs.copied_bytes == 0
     out_index = next(
@@ -50,8 +49,27 @@ def test_only_the_memories_written_back_are_copied():
     )
     bound.memories[out_index].copy[:] = 7  # the launch's result
     bound.commit(lambda name: name == "out_ptr", inputs=inputs)
+    return inputs, inputs[out_index], bound.memories[out_index]
+
+
+def test_a_written_argument_is_written_back_by_exchange_and_its_copy_keeps_the_inputs():
+    x, y, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
+    inputs, out_inputs, memory = _commit_a_result(out, x, y)
+    assert (out.view(np.uint8) == 7).all()
+    assert inputs.copied_bytes == 0  # nothing copied: the private copy took the caller's bytes
+    np.testing.assert_array_equal(out_inputs.view(np.float32), np.zeros(1000, np.float32))
+    assert out_inputs is memory.arena and not out_inputs.flags.writeable
+    memory.copy[:] = 9  # a replay writing the memory writes a copy: the inputs stay
+    np.testing.assert_array_equal(out_inputs.view(np.float32), np.zeros(1000, np.float32))
+
+
+def test_only_the_memories_written_back_are_copied():
+    """A big-endian argument's copy holds its elements swapped: it is copied before write-back."""
+    x, y = np.ones(1000, np.float32), np.ones(1000, np.float32)
+    out = np.zeros(1000, ">f4")
+    inputs, out_inputs, _ = _commit_a_result(out, x, y)
     assert inputs.copied_bytes == out.nbytes
-    np.testing.assert_array_equal(inputs[out_index].view(np.float32), np.zeros(1000, np.float32))
+    np.testing.assert_array_equal(out_inputs.view(np.float32), np.zeros(1000, np.float32))
     assert (out.view(np.uint8) == 7).all()
 
 

@@ -240,8 +240,10 @@ def test_a_burst_of_presses_ends_the_launch_once(strategy):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkeypatch):
+@pytest.mark.parametrize("byte_order", ["<", ">"])  # written back by exchange, by a write
+def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkeypatch, byte_order):
     host_access = engine_memory._host_access
+    exchange = engine_memory._exchange
 
     def interrupted_access(lo, hi):
         read, write = host_access(lo, hi)
@@ -253,8 +255,15 @@ def test_ctrl_c_while_results_are_written_back_is_held_until_they_all_are(monkey
 
         return read, write_then_interrupt
 
+    def interrupted_exchange(a, b):
+        _thread.interrupt_main()
+        time.sleep(0.2)
+        exchange(a, b)
+
     monkeypatch.setattr(engine_memory, "_host_access", interrupted_access)
+    monkeypatch.setattr(engine_memory, "_exchange", interrupted_exchange)
     x, y, out = _inputs()
+    out = out.astype(f"{byte_order}f4")
     with pytest.raises(kernel_nb.LaunchInterrupted) as info, kernel_nb.interpret():
         k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
     assert str(info.value) == (

@@ -290,8 +290,16 @@ def test_only_the_arguments_a_launch_wrote_are_copied_back(monkeypatch, strategy
     def counting_bind(*a, **kw):
         bound = bind(*a, **kw)
         for memory in bound.memories:
-            write = memory.write
+            write, exchange = memory.write, memory.exchange
             memory.write = lambda data, write=write: copied.append(data.nbytes) or write(data)
+
+            def exchanging(memory=memory, exchange=exchange):  # written back by exchange instead
+                done = exchange()
+                if done:
+                    copied.append(memory.size)
+                return done
+
+            memory.exchange = exchanging
         return bound
 
     monkeypatch.setattr(args, "bind", counting_bind)
