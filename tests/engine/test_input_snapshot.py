@@ -131,3 +131,26 @@ def test_an_argument_read_then_written_keeps_what_was_read(strategy):
     y[:] = -1.0
     np.testing.assert_array_equal(launch.snapshot["y_ptr"], 2.0)
     np.testing.assert_array_equal(loaded[0].value, 2.0)
+
+
+def test_a_load_that_copies_anyway_leaves_its_argument_where_the_caller_has_it(monkeypatch):
+    """A masked tile is gathered into a fresh array either way: no read-only copy of x is made
+    for it (it would only add to the launch's memory), x is copied when the launch ends."""
+    from kernel_nb.engine import args as args_module
+
+    x, y, out = np.arange(300, dtype=np.float32), np.ones(300, np.float32), np.zeros(300, np.float32)
+    at_commit = []
+    commit = args_module.BoundArguments.commit
+
+    def noting(self, *a, **kw):
+        at_commit.append({b.name: (b.memory.lazy, b.memory.frozen) for b in self.buffers})
+        return commit(self, *a, **kw)
+
+    monkeypatch.setattr(args_module.BoundArguments, "commit", noting)
+    with kernel_nb.interpret() as session:
+        k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    np.testing.assert_array_equal(out, x + 1)
+    assert at_commit == [{"x_ptr": (True, False), "y_ptr": (True, False), "out_ptr": (False, False)}]
+    x[:] = -5.0
+    np.testing.assert_array_equal(session.trace[0].snapshot["x_ptr"], np.arange(300))
+    np.testing.assert_array_equal(session.trace[0].value((2, 0, 0), "x")[:44], np.arange(256, 300))

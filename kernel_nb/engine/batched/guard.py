@@ -265,14 +265,23 @@ class BatchGuard(MemoryGuard):
             return load()
         dtype = triton_compat.pointer_element_np(ptrs)
         fill = None if other is None else other.data
-        # from a copy filled read-only, which nothing changes: views will do, kept as they are
-        # (see BatchRecorder.kept_rows)
         memory = access.arg.memory
-        memory.freeze()
+        if memory.lazy and self._shareable(access, dtype):
+            # the tiles are one stretch of the argument: from a copy filled read-only, which
+            # nothing changes, a view will do, kept as it is (see BatchRecorder.kept_rows). Else
+            # the gather copies anyway, and the memory stays where the caller has it
+            memory.freeze()
         values = access.gather(view_of(access.arg, dtype), fill, share=memory.frozen)
         return triton_compat.TensorHandle(
             values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
         )
+
+    @staticmethod
+    def _shareable(access: Access, dtype: np.dtype) -> bool:
+        """Whether a gather of `access` can be a view (see Access.gather)."""
+        if access.active is not None or access.rows is not None:
+            return False
+        return access.side_by_side(view_of(access.arg, dtype).size) is not None
 
     def store(
         self, store: Callable[[], Any], addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, value: Any
