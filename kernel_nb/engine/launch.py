@@ -16,6 +16,7 @@ from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.order import ProgramOrder
+from kernel_nb.engine.patches import routed_language
 from kernel_nb.engine.perturb import detect_masked_fill
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
@@ -93,17 +94,19 @@ class Engine:
         order = _program_order(launch.grid, self.options)
         started = time.perf_counter()
         context: SerialRun | None = None
-        try:
-            context = self._run(fn, launch, bound, snapshot, order)
-        finally:
-            launch.duration_s = time.perf_counter() - started
-            if context is not None:
-                launch.kept_bytes = context.recorder.kept_bytes
-                context.dismantle()
-        if self.options.detect:
-            launch.findings += detect_masked_fill(
-                fn, launch, bound, snapshot, self.options, self.rewrites, self.interrupts
-            )
+        # the language routed once for every run of the launch's programs (see routed_language)
+        with routed_language():
+            try:
+                context = self._run(fn, launch, bound, snapshot, order)
+            finally:
+                launch.duration_s = time.perf_counter() - started
+                if context is not None:
+                    launch.kept_bytes = context.recorder.kept_bytes
+                    context.dismantle()
+            if self.options.detect:
+                launch.findings += detect_masked_fill(
+                    fn, launch, bound, snapshot, self.options, self.rewrites, self.interrupts
+                )
         try:
             bound.commit(lambda name: launch.buffers[name].written, inputs=snapshot)
         except KeyboardInterrupt:

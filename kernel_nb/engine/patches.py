@@ -62,6 +62,40 @@ def _libdevice(symbol: str, args: list[Any], element: Any) -> Any:
     return libdevice.evaluate(symbol, args, triton_compat.np_dtype(element))
 
 
+# the namespaces as the outermost open `routed_language` scope routed them (None: none is open)
+_routed: list[NamespaceSnapshot] = []
+
+
+@contextmanager
+def routed_language() -> Iterator[None]:
+    """triton.language routed to the interpreter (libdevice and atomics of every type included),
+    and every namespace put back as it was afterwards. Scopes nest: only the outermost patches,
+    an inner one puts the routed namespaces back as they were when it began (a run re-patches
+    them: the batched strategy's language, Triton's own calls), so that a launch that runs its
+    programs several times (a batched attempt, then the detectors' replays) patches once."""
+    spaces = [*triton_compat.language_namespaces(), triton_compat.JIT_FUNCTION]
+    if _routed:
+        try:
+            yield
+        finally:
+            _routed[-1].restore()
+        return
+    snapshot = NamespaceSnapshot(spaces)
+    builder_cls = triton_compat.InterpreterBuilder
+    native_rmw = builder_cls.create_atomic_rmw
+    undo_language: Callable[[], None] = lambda: None  # noqa: E731
+    try:
+        undo_language = triton_compat.patch_language(extern=_libdevice)
+        builder_cls.create_atomic_rmw = bits_atomics.with_bits_types(native_rmw)
+        _routed.append(NamespaceSnapshot(spaces))
+        yield
+    finally:
+        del _routed[:]
+        builder_cls.create_atomic_rmw = native_rmw
+        undo_language()
+        snapshot.restore()
+
+
 @contextmanager
 def interpreter_scope(call_helper: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]) -> Iterator[Any]:
     """Route triton.language to the interpreter and @triton.jit helper calls to `call_helper`.
@@ -69,10 +103,10 @@ def interpreter_scope(call_helper: Callable[[Any, tuple[Any, ...], dict[str, Any
     Yields the interpreter's builder, with device_assert enabled.
     """
     jit_cls = triton_compat.JIT_FUNCTION
-    snapshot = NamespaceSnapshot([*triton_compat.language_namespaces(), jit_cls])
     b = triton_compat.builder()
     old_options = b.options
-    undo_language: Callable[[], None] = lambda: None  # noqa: E731
+    # a scope inside another gives the helper calls back to the outer one's `call_helper`
+    old_call, old_get = vars(jit_cls).get("__call__", _MISSING), vars(jit_cls).get("__get__", _MISSING)
 
     def routed_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         return call_helper(self, args, kwargs)
@@ -84,17 +118,17 @@ def interpreter_scope(call_helper: Callable[[Any, tuple[Any, ...], dict[str, Any
             return self
         return lambda *args, **kwargs: call_helper(self, (obj, *args), kwargs)
 
-    builder_cls = triton_compat.InterpreterBuilder
-    native_rmw = builder_cls.create_atomic_rmw
-    try:
-        undo_language = triton_compat.patch_language(extern=_libdevice)
-        builder_cls.create_atomic_rmw = bits_atomics.with_bits_types(native_rmw)
-        jit_cls.__call__ = routed_call
-        jit_cls.__get__ = bound_to_value
-        triton_compat.set_debug(b)
-        yield b
-    finally:
-        b.options = old_options
-        builder_cls.create_atomic_rmw = native_rmw
-        undo_language()
-        snapshot.restore()
+    with routed_language():
+        try:
+            jit_cls.__call__ = routed_call
+            jit_cls.__get__ = bound_to_value
+            triton_compat.set_debug(b)
+            yield b
+        finally:
+            b.options = old_options
+            for name, old in (("__call__", old_call), ("__get__", old_get)):
+                if old is _MISSING:
+                    with suppress(AttributeError):
+                        delattr(jit_cls, name)
+                else:
+                    setattr(jit_cls, name, old)
