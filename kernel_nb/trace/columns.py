@@ -36,9 +36,14 @@ class SummaryColumns:
             lo, hi = values.min(axis=1), values.max(axis=1)
             return SummaryColumns(lo, hi, values.mean(axis=1, dtype=np.float64), size)
         if values.dtype.kind == "b":  # as Summary.of: 0.0 / 1.0, the mean is the share of True
-            lo = np.asarray(values.all(axis=1), np.float64)
-            hi = np.asarray(values.any(axis=1), np.float64)
-            return SummaryColumns(lo, hi, np.count_nonzero(values, axis=1) / size, size)
+            every, some = values.all(axis=1), values.any(axis=1)
+            count = np.where(every, size, 0)
+            mixed = np.flatnonzero(some & ~every)  # only these need counting (all and any are fast)
+            if mixed.size:
+                count[mixed] = np.count_nonzero(values[mixed], axis=1)
+            return SummaryColumns(
+                np.asarray(every, np.float64), np.asarray(some, np.float64), count / size, size
+            )
         as_float = values.astype(np.float64) if values.dtype.kind != "f" else values
         lo, hi = as_float.min(axis=1), as_float.max(axis=1)
         # min and max carry a row's NaN and reach its Infs: only those rows need a closer look
