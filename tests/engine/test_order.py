@@ -147,6 +147,37 @@ def test_a_large_launch_measures_a_small_first_batch_and_undoes_none(monkeypatch
     assert sizes[0] == batched_run.PROBE_BATCH and sum(sizes) == programs
     assert not undone  # no batch outgrew the working set: none was run and undone
     working_set = kernel_nb.Options().working_set_bytes
+    kept = sum(program.kept for program in session.trace[0].programs.values())
     for i in range(1, len(finished)):  # each later batch as large as what the ones before measured
         fits = working_set // (batched_recorder.WORKING_SET_FACTOR * finished[i - 1][1])
-        assert sizes[i] == min(fits, batched_run.MAX_BATCH, programs - sum(sizes[:i]))
+        expected = min(fits, batched_run.MAX_BATCH, programs - sum(sizes[:i]))
+        # or smaller, ending where the budget stops keeping programs
+        assert sizes[i] == expected or (sizes[i] < expected and sum(sizes[: i + 1]) == kept)
+
+
+def test_a_batch_that_reaches_the_end_of_the_budget_ends_there(monkeypatch):
+    """The budget keeps the first programs' values; the batch that reaches its end stops at the
+    last program it keeps, so that no batch holds values of programs it then cuts (which would
+    have to be copied out of the values to let the rest go)."""
+    from kernel_nb.engine.batched import recorder
+
+    programs, block, budget = 2048, 256, 1 << 20
+    n = programs * block
+    x, y, out = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    finished = _finished_batches(monkeypatch)
+    picked = []
+    original = recorder._picked_rows
+    monkeypatch.setattr(recorder, "_picked_rows", lambda *a: (picked.append(1), original(*a))[1])
+    with kernel_nb.interpret(strategy="auto", budget_bytes=budget) as session:
+        k.add_kernel[(programs,)](x, y, out, n, BLOCK=block)
+    launch = session.trace[0]
+    assert launch.strategy == "batched"
+    np.testing.assert_array_equal(out, x + y)
+    kept = [pid for pid, program in launch.programs.items() if program.kept]
+    assert kept == [(i, 0, 0) for i in range(len(kept))] and 0 < len(kept) < programs
+    ends = np.cumsum([size for size, _ in finished])
+    assert len(kept) in ends  # a batch ends with the last program kept
+    assert launch.kept_bytes >= budget  # the budget was used up, no more
+    assert launch.kept_bytes - budget < launch.kept_bytes / len(kept)
+    assert not picked  # no values of cut programs were held and copied out
+    np.testing.assert_array_equal(launch.value(kept[-1], "x"), x[(len(kept) - 1) * block : len(kept) * block])

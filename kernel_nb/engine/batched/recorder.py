@@ -93,6 +93,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         # made: a loop's records stay until the batch ends
         self._summary_bytes = 0
         self._summary_peak = 0
+        self._kept_row_bytes = 0  # what a kept program's values took, by the last batch
 
     def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
         """Start recording a batch; observations go to `observations` (None: none)."""
@@ -601,7 +602,22 @@ class BatchRecorder(MaskedLoops, Recorder):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
         self.keep_rows[:] = [program.kept for program in self.programs]
+        kept = sizes[self.keep_rows]
+        if kept.size:
+            self._kept_row_bytes = -(-int(kept.sum()) // kept.size)
         self._let_go_of_cut_rows(ended=True)
+
+    def programs_to_budget(self) -> int | None:
+        """How many programs from here on the budget keeps, by what the last batch's kept
+        programs took each (None: not known, or the budget keeps none, or only some programs
+        are selected). A batch that ends there keeps all its programs' values, by reference, and
+        the next none: no batch has values of cut programs to let go of (see _let_go_of_cut_rows)."""
+        if not self.capture or self.spent or self.selected is not None or not self._kept_row_bytes:
+            return None
+        left = self.budget - self.kept_bytes
+        if left <= 0:
+            return None
+        return -(-left // self._kept_row_bytes)  # the last starts under the budget, as in trim
 
 
 def _rows_kept(

@@ -164,7 +164,10 @@ class BatchedRun(SerialRun):
             # launch of a few hundred programs runs whole: a second batch would cost more)
             yield PROBE_BATCH
         while True:
-            yield self.recorder.batch_fits(MAX_BATCH)
+            fits = self.recorder.batch_fits(MAX_BATCH)
+            # a batch that reaches the end of the budget ends there (see programs_to_budget)
+            left = self.recorder.programs_to_budget()
+            yield left if left is not None and left < fits else fits
 
     @contextmanager
     def _language(self) -> Iterator[Any]:
