@@ -52,12 +52,15 @@ class SummaryColumns:
         if not dirty.size:
             return SummaryColumns(lo, hi, mean, size)
         # rows holding NaN or Inf: statistics of their finite lanes, as Summary.of computes them
-        part = as_float[dirty]
-        nan_mask, inf_mask = np.isnan(part), np.isinf(part)
-        finite = ~(nan_mask | inf_mask)
+        part = as_float if dirty.size == rows else as_float[dirty]
+        finite = np.isfinite(part)
         count = finite.sum(axis=1)
         nan, inf = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
-        nan[dirty], inf[dirty] = nan_mask.sum(axis=1), inf_mask.sum(axis=1)
+        # min carries a row's NaN: only rows that hold one are counted for it
+        with_nan = np.flatnonzero(np.isnan(lo[dirty]))
+        if with_nan.size:
+            nan[dirty[with_nan]] = np.isnan(part[with_nan]).sum(axis=1)
+        inf[dirty] = size - count - nan[dirty]
         lo, hi, mean = lo.astype(np.float64), hi.astype(np.float64), mean.copy()
         with np.errstate(invalid="ignore", divide="ignore"):
             total = np.where(finite, part, 0).sum(axis=1, dtype=np.float64)
