@@ -11,6 +11,8 @@ kept to be put back at the end (`finish`).
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from kernel_nb.engine.memory import Memory
@@ -18,7 +20,10 @@ from kernel_nb.engine.snapshot import InputSnapshot
 
 
 class RestoreOnTouch:
-    """Inputs put back range by range as replays reach them; results back at the end."""
+    """Inputs put back range by range as replays reach them; results back at the end.
+
+    A replay touches a few tiles: the byte ranges are kept as sorted lists of [lo, hi), not
+    masks the size of the memory."""
 
     def __init__(self, memories: list[Memory], inputs: InputSnapshot) -> None:
         """`memories` in window order (a memory's window is its index), `inputs` the same way."""
@@ -29,10 +34,10 @@ class RestoreOnTouch:
         # a memory not filled yet, or filled read-only, was never written: it holds its inputs,
         # and a replay that writes there writes a copy (see `finish`)
         self._unfilled = [m.lazy or m.frozen for m in memories]
-        # per memory, the launch's results where a replay went, and which bytes those are
-        self._results: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._span: dict[int, tuple[int, int]] = {}  # per memory, the bytes `_results` spans
-        self._fresh: dict[int, np.ndarray] = {}  # per memory, bytes put back in this replay
+        # per memory, the launch's results where a replay went: (lo, their bytes), and their ranges
+        self._results: dict[int, list[tuple[int, np.ndarray]]] = {}
+        self._held: dict[int, list[tuple[int, int]]] = {}
+        self._fresh: dict[int, list[tuple[int, int]]] = {}  # per memory, ranges put back in this replay
         self._written: set[int] = set()  # memories not filled before that a replay wrote
 
     def begin(self) -> None:
@@ -50,33 +55,59 @@ class RestoreOnTouch:
             return
         if hi <= lo:
             return
-        start, end = self._span.get(window, (lo, hi))
-        self._span[window] = (min(start, lo), max(end, hi))
-        fresh = self._fresh.get(window)
-        if fresh is None:
-            fresh = self._fresh[window] = np.zeros(memory.size, bool)
-        todo = ~fresh[lo:hi]
-        if not todo.any():
+        fresh = self._fresh.setdefault(window, [])
+        todo = _missing(lo, hi, fresh)
+        if not todo:
             return  # put back already: what is there now is the replay's
-        if window not in self._results:
-            self._results[window] = (np.empty(memory.size, np.uint8), np.zeros(memory.size, bool))
-        saved, held = self._results[window]
         copy = memory.copy
-        first = todo & ~held[lo:hi]  # the launch's results, not a replay's
-        np.copyto(saved[lo:hi], copy[lo:hi], where=first)
-        held[lo:hi] |= first
-        np.copyto(copy[lo:hi], self.inputs[window][lo:hi], where=todo)
-        fresh[lo:hi] = True
+        held = self._held.setdefault(window, [])
+        results = self._results.setdefault(window, [])
+        inputs = self.inputs[window]
+        for a, b in todo:
+            for c, d in _missing(a, b, held):  # the launch's results, not a replay's
+                results.append((c, copy[c:d].copy()))
+                _add(held, c, d)
+            copy[a:b] = inputs[a:b]
+            _add(fresh, a, b)
 
     def finish(self) -> None:
         """Put the launch's results back where the replays went; a memory the launch never
         filled holds its inputs again."""
-        for window, (saved, held) in self._results.items():
-            lo, hi = self._span[window]
-            np.copyto(self.memories[window].copy[lo:hi], saved[lo:hi], where=held[lo:hi])
+        for window, results in self._results.items():
+            copy = self.memories[window].copy
+            for lo, saved in results:
+                copy[lo : lo + saved.size] = saved
         for window in self._written:
             memory = self.memories[window]
             if memory.inputs is not None:  # frozen before, a replay wrote a copy of it
                 memory.unwrite()
             elif not memory.lazy:  # a replay filled it to write to it
                 memory.arena[...] = memory.read()
+
+
+def _missing(lo: int, hi: int, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [lo, hi) that none of `ranges` (sorted, disjoint) covers."""
+    out, at = [], lo
+    for a, b in ranges[max(0, bisect.bisect_right(ranges, (lo, lo)) - 1) :]:
+        if a >= hi:
+            break
+        if b <= at:
+            continue
+        if a > at:
+            out.append((at, a))
+        at = max(at, b)
+    if at < hi:
+        out.append((at, hi))
+    return out
+
+
+def _add(ranges: list[tuple[int, int]], lo: int, hi: int) -> None:
+    """Add [lo, hi) to `ranges` (sorted, disjoint), merging what it meets."""
+    at = bisect.bisect_left(ranges, (lo, lo))
+    if at and ranges[at - 1][1] >= lo:
+        at -= 1
+    end = at
+    while end < len(ranges) and ranges[end][0] <= hi:
+        lo, hi = min(lo, ranges[end][0]), max(hi, ranges[end][1])
+        end += 1
+    ranges[at:end] = [(lo, hi)]

@@ -56,3 +56,25 @@ def test_a_memory_the_launch_never_filled_holds_its_inputs_after_replays_that_wr
     restore.finish()
     np.testing.assert_array_equal(memory.copy.view(np.float32), x)
     np.testing.assert_array_equal(x, np.arange(1000))  # the caller's array was never written
+
+
+def test_byte_ranges_are_added_and_subtracted_as_sets_of_bytes_would_be():
+    import random
+
+    from kernel_nb.engine.restore import _add, _missing
+
+    rng = random.Random(0)
+    for _ in range(3000):
+        covered, ranges = set(), []
+        for _ in range(rng.randint(0, 8)):
+            lo = rng.randint(0, 60)
+            hi = lo + rng.randint(1, 15)
+            _add(ranges, lo, hi)
+            covered |= set(range(lo, hi))
+            assert all(ranges[i][1] < ranges[i + 1][0] for i in range(len(ranges) - 1))  # sorted, apart
+            assert {b for lo, hi in ranges for b in range(lo, hi)} == covered
+        lo = rng.randint(0, 70)
+        hi = lo + rng.randint(0, 20)
+        missing = _missing(lo, hi, ranges)
+        assert all(hi > lo for lo, hi in missing)
+        assert {b for lo, hi in missing for b in range(lo, hi)} == set(range(lo, hi)) - covered
