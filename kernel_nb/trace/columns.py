@@ -274,7 +274,7 @@ class Deferred(list):  # type: ignore[type-arg]
     @classmethod
     def shared(cls, blocks: list[Any], row: int, keep_values: bool) -> Deferred:
         """A program's list reading row `row` of the batch's `blocks` (see `share`)."""
-        made = cls()
+        made = list.__new__(cls)  # empty: list.__init__ and __init__ have nothing to add
         made.blocks, made.row, made.keep_values = blocks, row, keep_values
         return made
 

@@ -103,9 +103,10 @@ class BatchRecorder(MaskedLoops, Recorder):
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
         open_budget = self.capture and not self.spent and self.kept_bytes < self.budget
-        self.keep_rows = np.array(
-            [open_budget and (self.selected is None or pid in self.selected) for pid in pids]
-        )
+        if self.selected is None:
+            self.keep_rows = np.full(len(pids), open_budget)
+        else:
+            self.keep_rows = np.array([open_budget and pid in self.selected for pid in pids], bool)
         # every program of the batch runs the same statements: they share the blocks, one row each
         self.record_blocks: list[RecordBlock] = []
         self.event_blocks: list[EventBlock] = []
