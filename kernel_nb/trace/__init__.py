@@ -11,6 +11,7 @@ from kernel_nb.trace.aggregates import Aggregate
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.columns import (
     Deferred,
+    DeferredSummaries,
     EventBlock,
     Events,
     RecordBlock,
@@ -59,6 +60,7 @@ __all__ = [
     "BufferMap",
     "Comparison",
     "Deferred",
+    "DeferredSummaries",
     "Divergence",
     "Drift",
     "EventBlock",

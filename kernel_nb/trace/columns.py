@@ -112,6 +112,62 @@ class SummaryColumns:
         return self.nan > 0, self.inf > 0
 
 
+class DeferredSummaries(SummaryColumns):
+    """`SummaryColumns.of(rows)` for rows that are kept values anyway, made when first read: a
+    row's own summary when one program is looked at (`Summary.of`, which the columns equal), the
+    columns when every row's are wanted. A launch whose values are kept then spends nothing on
+    summaries until someone looks."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self._rows: np.ndarray | None = rows  # (programs, lanes)
+        self._columns: SummaryColumns | None = None
+        self._nonfinite: tuple[np.ndarray, np.ndarray] | None = None
+        self.size = rows.shape[1]
+
+    def settle(self) -> SummaryColumns:
+        """The columns, made now if not yet; the rows are no longer held."""
+        if self._columns is None:
+            assert self._rows is not None
+            self._columns, self._rows = SummaryColumns.of(self._rows), None
+        return self._columns
+
+    lo = property(lambda self: self.settle().lo)  # type: ignore[assignment]
+    hi = property(lambda self: self.settle().hi)  # type: ignore[assignment]
+    mean = property(lambda self: self.settle().mean)  # type: ignore[assignment]
+    nan = property(lambda self: self.settle().nan)  # type: ignore[assignment]
+    inf = property(lambda self: self.settle().inf)  # type: ignore[assignment]
+
+    def row(self, r: int) -> Summary:
+        if self._rows is None:
+            return self.settle().row(r)
+        return Summary.of(self._rows[r])
+
+    def nonfinite(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: holds NaN, holds Inf, from one pass (a row's sum is finite unless it holds
+        NaN or Inf, or overflows: only rows whose sum is not are looked at lane by lane)."""
+        if self._columns is not None:
+            return self._columns.nonfinite()
+        if self._nonfinite is None:
+            rows = self._rows
+            assert rows is not None
+            has_nan, has_inf = np.zeros(len(rows), bool), np.zeros(len(rows), bool)
+            if rows.dtype.kind == "f":
+                with np.errstate(all="ignore"):
+                    suspect = np.flatnonzero(~np.isfinite(np.add.reduce(rows, axis=1)))
+                if suspect.size:
+                    part = rows[suspect]
+                    has_nan[suspect], has_inf[suspect] = (
+                        np.isnan(part).any(axis=1),
+                        np.isinf(part).any(axis=1),
+                    )
+            self._nonfinite = has_nan, has_inf
+        return self._nonfinite
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        c = self.settle()
+        return (SummaryColumns, (c.lo, c.hi, c.mean, c.size, c.nan, c.inf))
+
+
 def summary_rows(values: np.ndarray) -> list[Summary]:
     """`Summary.of` for each row of a 2-D array (see SummaryColumns)."""
     columns = SummaryColumns.of(values)

@@ -26,6 +26,7 @@ from kernel_nb.engine.recorder import Recorder, assignment
 from kernel_nb.options import Options
 from kernel_nb.trace import (
     Deferred,
+    DeferredSummaries,
     EventBlock,
     Events,
     Pid,
@@ -230,9 +231,9 @@ class BatchRecorder(MaskedLoops, Recorder):
             if self.keep:
                 values, value_rows = self.kept_rows(rows, self.active), self.kept_row_map(self.active)
         else:
-            summaries = SummaryColumns.of(np.ascontiguousarray(rows.reshape(batch, -1)))
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
+            summaries = self._summaries(rows, values if value_rows is None else None)
         self.add_block(
             RecordBlock(
                 stmt,
@@ -250,6 +251,14 @@ class BatchRecorder(MaskedLoops, Recorder):
         )
         if self.observations is not None:
             self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
+
+    @staticmethod
+    def _summaries(rows: np.ndarray, kept: Any) -> SummaryColumns:
+        """The rows' summaries: made when read where `kept` (every row's value, kept) holds them
+        (see DeferredSummaries), else now."""
+        if isinstance(kept, np.ndarray) and kept.flags.c_contiguous and kept.dtype.kind in "biuf":
+            return DeferredSummaries(kept.reshape(len(kept), -1))
+        return SummaryColumns.of(np.ascontiguousarray(rows.reshape(len(rows), -1)))
 
     def _pointer_tile(self, value: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
         """A pointer block with an Affine form inside one argument: each program's element offsets
@@ -485,6 +494,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         inputs = self._holds_inputs
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
+                if isinstance(made.summaries, DeferredSummaries):
+                    made.summaries.settle()  # from the values of every row, before most go
                 made.values, made.value_rows = _picked_rows(made.values, picked, inputs), index
             else:
                 made.mask = _picked_rows(made.mask, picked, inputs)
