@@ -4,10 +4,12 @@ results to the caller's arrays, and replay single programs later on."""
 
 from __future__ import annotations
 
+import gc
 import operator
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kernel_nb.engine import failure, triton_compat
@@ -54,7 +56,7 @@ class Engine:
         fn = jit.fn
         name = fn.__name__
         # watched from the first step: Ctrl-C while arguments are copied is the launch's too
-        with self.interrupts:
+        with self.interrupts, _collector_paused():
             try:
                 return self._launch(jit, grid, args, kwargs, index)
             except (LaunchInterrupted, LaunchArgumentError):
@@ -193,6 +195,21 @@ def _alive(owner: weakref.ref[Launch]) -> Launch:
     launch = owner()
     assert launch is not None  # its replayer is only reachable through it
     return launch
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a launch runs. A launch makes objects by the
+    ten thousand (records, tensors, per-program lists) and leaves no cycles to speak of; each
+    full collection it would set off walks every object of the process (a Jupyter kernel holds
+    millions), for nothing. The collector's state is put back as it was, whatever happens."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _start_over(launch: Launch, bound: BoundArguments, snapshot: InputSnapshot) -> None:

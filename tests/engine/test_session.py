@@ -314,3 +314,22 @@ def test_only_the_arguments_a_launch_wrote_are_copied_back(monkeypatch, strategy
     with kernel_nb.interpret(poison=("y_ptr",)):
         k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
     assert sorted(copied) == sorted([out.nbytes, y.nbytes])
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_paused_during_a_launch_and_left_as_it_was(enabled):
+    during = []
+    x, y, out = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with kernel_nb.interpret(progress=lambda done, total: during.append(gc.isenabled())):
+            k.add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+        assert gc.isenabled() == enabled
+        with pytest.raises(kernel_nb.KernelError), kernel_nb.interpret():  # also after a failure
+            k.add_kernel_no_mask[(4,)](x, y, out, 1000, BLOCK=256)
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert during and not any(during)
+    np.testing.assert_array_equal(out, x + 1)
