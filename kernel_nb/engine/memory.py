@@ -106,12 +106,18 @@ class Memory:
         filled the caller's memory (which the launch has not written)."""
         return self.read() if self.lazy else self.arena
 
+    @property
+    def read_only_inputs(self) -> np.ndarray | None:
+        """The launch's inputs, read-only, where this memory holds them: the frozen copy, or the
+        one a write left behind (None: neither)."""
+        if self.inputs is not None:
+            return self.inputs
+        return self.arena if self.frozen else None
+
     def holds_inputs(self, array: np.ndarray) -> bool:
         """Whether `array` is a view of bytes of this memory that stay the launch's inputs."""
-        base = _whole(array)
-        return (self.frozen and base is _whole(self.arena)) or (
-            self.inputs is not None and base is _whole(self.inputs)
-        )
+        inputs = self.read_only_inputs
+        return inputs is not None and _whole(array) is _whole(inputs)
 
     def address(self, write: bool) -> int:
         """Host address of the copy's first byte: to write, of the writable copy (filled first);

@@ -62,7 +62,7 @@ def _libdevice(symbol: str, args: list[Any], element: Any) -> Any:
     return libdevice.evaluate(symbol, args, triton_compat.np_dtype(element))
 
 
-# the namespaces as the outermost open `routed_language` scope routed them (None: none is open)
+# the namespaces as the outermost open `routed_language` scope routed them (empty: none is open)
 _routed: list[NamespaceSnapshot] = []
 
 

@@ -47,8 +47,9 @@ class InputSnapshot(Sequence[np.ndarray]):
         if copy is not None:
             return copy
         memory = self._memories[index]
-        if memory.inputs is not None or memory.frozen:  # read-only bytes that are the inputs
-            return memory.inputs if memory.inputs is not None else memory.arena
+        inputs = memory.read_only_inputs
+        if inputs is not None:
+            return inputs
         # before write-back the caller's memory holds the inputs; after it, an unwritten memory's
         # private copy does (a written one was copied out by `before_write_back`)
         return memory.current() if self._committed else memory.read()
@@ -69,7 +70,7 @@ class InputSnapshot(Sequence[np.ndarray]):
         for i in written:
             if self._copies[i] is None:
                 memory = self._memories[i]
-                inputs = memory.inputs  # a frozen copy, written since: it holds them already
+                inputs = memory.read_only_inputs  # a frozen copy, written since, holds them
                 self._copies[i] = inputs if inputs is not None else np.array(memory.read())
         self._committed = True
 
@@ -77,11 +78,9 @@ class InputSnapshot(Sequence[np.ndarray]):
         """Copy out every input still held elsewhere: a replay is about to write the private copies."""
         for i, copy in enumerate(self._copies):
             if copy is None:
-                memory = self._memories[i]
-                if memory.inputs is not None or memory.frozen:
-                    self._copies[i] = self[i]  # read-only: a replay's writes go to a copy of it
-                else:
-                    self._copies[i] = np.array(self[i])
+                # read-only inputs stay as they are: a replay's writes go to a copy of them
+                inputs = self._memories[i].read_only_inputs
+                self._copies[i] = inputs if inputs is not None else np.array(self[i])
 
 
 class TypedSnapshot(Mapping[str, np.ndarray]):

@@ -84,20 +84,26 @@ def test_a_saved_trace_keeps_its_inputs(tmp_path):
     assert isinstance(loaded[0].snapshot, dict)
 
 
-@pytest.mark.parametrize("strategy", ["serial", "auto"])
-def test_an_argument_the_launch_only_reads_is_copied_once(strategy, monkeypatch):
+def _states_at_commit(monkeypatch):
+    """Per launch, each argument's memory as write-back finds it: (lazy, frozen)."""
     from kernel_nb.engine import args as args_module
 
-    n = 4096
-    x, y, out = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
-    at_commit = []
+    states = []
     commit = args_module.BoundArguments.commit
 
     def noting(self, *a, **kw):
-        at_commit.append({b.name: (b.memory.lazy, b.memory.frozen) for b in self.buffers})
+        states.append({b.name: (b.memory.lazy, b.memory.frozen) for b in self.buffers})
         return commit(self, *a, **kw)
 
     monkeypatch.setattr(args_module.BoundArguments, "commit", noting)
+    return states
+
+
+@pytest.mark.parametrize("strategy", ["serial", "auto"])
+def test_an_argument_the_launch_only_reads_is_copied_once(strategy, monkeypatch):
+    n = 4096
+    x, y, out = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    at_commit = _states_at_commit(monkeypatch)
     with kernel_nb.interpret(strategy=strategy) as session:
         k.add_kernel[(n // 256,)](x, y, out, n, BLOCK=256)
     np.testing.assert_array_equal(out, x + 1)
@@ -136,17 +142,8 @@ def test_an_argument_read_then_written_keeps_what_was_read(strategy):
 def test_a_load_that_copies_anyway_leaves_its_argument_where_the_caller_has_it(monkeypatch):
     """A masked tile is gathered into a fresh array either way: no read-only copy of x is made
     for it (it would only add to the launch's memory), x is copied when the launch ends."""
-    from kernel_nb.engine import args as args_module
-
     x, y, out = np.arange(300, dtype=np.float32), np.ones(300, np.float32), np.zeros(300, np.float32)
-    at_commit = []
-    commit = args_module.BoundArguments.commit
-
-    def noting(self, *a, **kw):
-        at_commit.append({b.name: (b.memory.lazy, b.memory.frozen) for b in self.buffers})
-        return commit(self, *a, **kw)
-
-    monkeypatch.setattr(args_module.BoundArguments, "commit", noting)
+    at_commit = _states_at_commit(monkeypatch)
     with kernel_nb.interpret() as session:
         k.add_kernel[(3,)](x, y, out, 300, BLOCK=128)
     np.testing.assert_array_equal(out, x + 1)

@@ -663,9 +663,7 @@ def _picked_rows(rows: Any, at: np.ndarray, inputs: Callable[[np.ndarray], bool]
         return TileRows(rows.shift[at], rows.lanes, rows.shape[1:])
     if inputs(rows):
         return _rows_at(rows, at)
-    picked = np.array(rows[at], copy=True)
-    picked.flags.writeable = False
-    return picked
+    return _copied_rows(rows, at)
 
 
 def _rows_at(rows: np.ndarray, at: np.ndarray | None) -> np.ndarray:
@@ -674,8 +672,12 @@ def _rows_at(rows: np.ndarray, at: np.ndarray | None) -> np.ndarray:
         return rows
     if at.size and int(at[-1]) - int(at[0]) + 1 == at.size:
         return rows[int(at[0]) : int(at[-1]) + 1]
+    return _copied_rows(rows, at)
+
+
+def _copied_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
     picked = np.array(rows[at], copy=True)
-    picked.flags.writeable = False
+    picked.flags.writeable = False  # a record
     return picked
 
 
