@@ -257,15 +257,10 @@ class _Instrumenter(SiteWalker):
         if not self.instrument:
             return []
         sid = len(self.statements)
-        expressions = [] if site.reads is None else [site.reads]
+        operands, makes_inf, loads = ((), False, False) if site.reads is None else _facts(site.reads)
         self.statements.append(
             LocalStatement(
-                site.line,
-                site.name,
-                site.kind,
-                operands=tuple(sorted({n for e in expressions for n in _names_read(e)})),
-                makes_inf=any(_makes_inf(e) for e in expressions),
-                loads=any(_calls(e, "load") for e in expressions),
+                site.line, site.name, site.kind, operands=operands, makes_inf=makes_inf, loads=loads
             )
         )
         return [self._probe_call("record", site.node, ast.Constant(sid), ast.Name(site.name, ast.Load()))]
@@ -333,8 +328,9 @@ class _Instrumenter(SiteWalker):
         # those read after the loop (or anywhere outside it) and those carried from one iteration
         # into the next; the others are made afresh before every read
         inside = _reads(stmt.body)
-        kept = [n for n in assigned if self.reads[n] > inside[n] or _carried(stmt.body, n)]
-        read = sorted(n for n in inside if n in self.locals and _carried(stmt.body, n))
+        order = _binding_order(stmt.body)
+        kept = [n for n in assigned if self.reads[n] > inside[n] or _carried(order, n)]
+        read = sorted(n for n in inside if n in self.locals and _carried(order, n))
         return kept, read
 
     def _carry(
@@ -433,19 +429,30 @@ def _reads(body: list[ast.stmt]) -> Counter[str]:
     return counts
 
 
-def _carried(body: list[ast.stmt], name: str) -> bool:
-    """Whether an iteration of `body` may read `name` before assigning it (conservatively: unless
-    a plain assignment at the top of the body that does not read it comes first)."""
+def _binding_order(body: list[ast.stmt]) -> list[tuple[set[str], set[str]]]:
+    """Per statement of a loop body, in order: the names it reads first, and the names it then
+    binds (only a plain assignment binds here: any other statement that names a variable counts
+    as reading it, the conservative side for `_carried`)."""
+    order: list[tuple[set[str], set[str]]] = []
     for stmt in body:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            if name in _names_read(stmt.value) or any(name in _names_read(t) for t in targets):
-                return True
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return False
-            continue
-        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+            read = _names_read(stmt.value).union(*(_names_read(t) for t in targets))
+            order.append((read, {t.id for t in targets if isinstance(t, ast.Name)}))
+        else:
+            order.append(({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}, set()))
+    return order
+
+
+def _carried(order: list[tuple[set[str], set[str]]], name: str) -> bool:
+    """Whether an iteration of a loop body (its `_binding_order`) may read `name` before assigning
+    it (conservatively: unless a plain assignment at the top of the body that does not read it
+    comes first)."""
+    for read, bound in order:
+        if name in read:
             return True
+        if name in bound:
+            return False
     return True
 
 
@@ -453,26 +460,29 @@ def _names_read(expr: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _calls(expr: ast.expr, name: str) -> bool:
+def _facts(expr: ast.expr) -> tuple[tuple[str, ...], bool, bool]:
+    """What a recorded expression shows, from one walk: the names it reads (sorted); whether it
+    makes an infinity on purpose (float("inf"), math.inf, a literal 1e999, a load's other=); and
+    whether it calls a load."""
+    names: set[str] = set()
+    makes_inf = loads = False
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+        elif isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, str):
+                makes_inf = makes_inf or value.strip().lstrip("+-").lower() in ("inf", "infinity")
+            elif isinstance(value, float):
+                makes_inf = makes_inf or value in (float("inf"), float("-inf"))
+        elif isinstance(node, ast.Attribute):
+            makes_inf = makes_inf or node.attr == "inf"
+        elif isinstance(node, ast.keyword):
+            makes_inf = makes_inf or node.arg == "other"
+        elif isinstance(node, ast.Call):
             func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called == name:
-                return True
-    return False
-
-
-def _makes_inf(expr: ast.expr) -> bool:
-    """An infinity written on purpose: float("inf"), math.inf, a literal 1e999, a load's other=."""
-    for node in ast.walk(expr):
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and node.value.strip().lstrip("+-").lower() in ("inf", "infinity"):
-                return True
-            if isinstance(node.value, float) and node.value in (float("inf"), float("-inf")):
-                return True
-        if isinstance(node, ast.Attribute) and node.attr == "inf":
-            return True
-        if isinstance(node, ast.keyword) and node.arg == "other":
-            return True
-    return False
+            loads = (
+                loads or (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "load"
+            )
+    return tuple(sorted(names)), makes_inf, loads
