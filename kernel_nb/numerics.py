@@ -100,6 +100,35 @@ def _encode_as(x: np.ndarray, target: type) -> np.ndarray:
     return np.where(nan, np.uint8(0x7F), bits).astype(np.uint8)
 
 
+# per float type: the mantissa bits after the leading one, and the smallest normal exponent
+_PRECISION: dict[str, tuple[int, int]] = {
+    "fp64": (52, -1022),
+    "fp32": (23, -126),
+    "fp16": (10, -14),
+    "bf16": (7, -126),
+    "fp8e4nv": (3, -6),
+    "fp8e4b8": (3, -7),
+    "fp8e4b15": (3, -14),
+    "fp8e5": (2, -14),
+    "fp8e5b16": (2, -15),
+}
+
+
+def epsilon(type_name: str) -> float:
+    """The machine epsilon of a float type by Triton's name ("fp32", "bf16", ...)."""
+    return 2.0 ** -_PRECISION.get(type_name, _PRECISION["fp32"])[0]
+
+
+def ulp(values: np.ndarray, type_name: str) -> np.ndarray:
+    """The spacing of `type_name`'s values at each of `values` (any float array, read as fp64): the
+    unit in the last place, subnormal spacing below the smallest normal, 0 never."""
+    bits, lowest = _PRECISION.get(type_name, _PRECISION["fp32"])
+    magnitude = np.abs(np.asarray(values, dtype=np.float64))
+    _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)
+    exponent = np.where(np.isfinite(magnitude) & (magnitude > 0), exponent - 1, lowest)
+    return np.ldexp(1.0, np.maximum(exponent, lowest) - bits)
+
+
 def truncate_to_tf32(x: np.ndarray) -> np.ndarray:
     """fp32 → tf32 as the tensor cores read fp32 operands: the low 13 mantissa bits dropped.
 

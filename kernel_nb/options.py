@@ -16,6 +16,7 @@ PidSelection = Literal["all"] | tuple[tuple[int, int, int], ...]
 Order = Literal["serial", "reverse", "shuffle"]
 Numerics = Literal["gpu", "stock"]
 Strategy = Literal["auto", "serial"]
+Shadow = Literal["fp64"]
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _BYTES = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
@@ -53,6 +54,10 @@ class Options:
             uninitialised reads) and put their findings on each launch.
         poison: argument names whose memory counts as uninitialised: filled with NaN (integers:
             their maximum) before the launch, and reads of elements no program wrote are reported.
+        shadow: "fp64" also computes every floating-point value in fp64 from the inputs, and
+            records per statement the fp64 value and the error of the real one against it, in
+            total and of the statement's own arithmetic (see engine/shadow.py); None: no shadow.
+            Only a capturing run computes it: its values are records.
     """
 
     pids: PidSelection = "all"
@@ -72,6 +77,7 @@ class Options:
     strategy: Strategy = "auto"
     detect: bool = True
     poison: tuple[str, ...] = ()
+    shadow: Shadow | None = None
 
     def __post_init__(self) -> None:
         if self.pids != "all" and (
@@ -98,6 +104,8 @@ class Options:
             raise ValueError(f"numerics must be 'gpu' or 'stock', got {self.numerics!r}")
         if not isinstance(self.poison, tuple) or not all(isinstance(n, str) for n in self.poison):
             raise ValueError(f"poison must be a tuple of argument names, got {self.poison!r}")
+        if self.shadow not in (None, "fp64"):
+            raise ValueError(f"shadow must be 'fp64' or None, got {self.shadow!r}")
         if any(not isinstance(line, int) or line <= 0 for line in self.breakpoints):
             raise ValueError(f"breakpoints must be positive line numbers, got {self.breakpoints!r}")
 

@@ -89,6 +89,7 @@ class Engine:
             grid=_resolve_grid(grid, {**bound.originals, **kwargs}),
             args=bound.infos,
             budget_bytes=self.options.budget_bytes,
+            shadow=self.options.shadow,
         )
         _check_pids(self.options, launch.grid)
         snapshot = bound.inputs()
@@ -104,6 +105,8 @@ class Engine:
                 launch.duration_s = time.perf_counter() - started
                 if context is not None:
                     launch.kept_bytes = context.recorder.kept_bytes
+                    if context.shadow is not None:
+                        launch.references = context.shadow.references
                     context.dismantle()
             if self.options.detect:
                 launch.findings += detect_masked_fill(

@@ -24,10 +24,13 @@ from kernel_nb.checks import Observations, Site, nonfinite
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.rewrite import LocalStatement
-from kernel_nb.trace import Pid, ProgramTrace, Record, Statement, Summary
+from kernel_nb.trace import COMPANION_KINDS, Pid, ProgramTrace, Record, Statement, Summary
 
 if TYPE_CHECKING:
+    from kernel_nb.engine.shadow import ShadowRun
     from kernel_nb.options import Options
+
+COMPANIONS = COMPANION_KINDS
 
 
 # what the program that reaches a small budget may keep past it: a budget of a few KiB (set to
@@ -158,7 +161,7 @@ class Recorder:
             record.value = np.array(data, copy=True)
             self.kept_bytes += record.value.nbytes
         self.program.records.append(record)
-        if self.observations is not None:
+        if self.observations is not None and self.statement_info[stmt].kind not in COMPANIONS:
             self._trace_nonfinite(stmt, data, record.summary)
 
     def _trace_nonfinite(self, stmt: int, data: np.ndarray, summary: Summary) -> None:
@@ -250,9 +253,16 @@ class FunctionProbe:
         offset: int,
         breakpoint_hit: Callable[[int], bool],
         debugger: Callable[[], Any],
+        *,
+        shadow: ShadowRun | None = None,
+        companions: int = 0,
     ) -> None:
+        """`shadow`: the launch's fp64 shadow (None: none), whose companion records of the
+        function's statement i are statements `companions + len(COMPANIONS) * i` on."""
         self._recorder = recorder
         self._offset = offset
+        self._shadow = shadow
+        self._companions = companions
         self._breakpoint_hit = breakpoint_hit
         self._debugger = debugger
         self.loop_enter = recorder.loop_enter
@@ -266,8 +276,14 @@ class FunctionProbe:
         return self._recorder.loop_range(fn, args, kwargs)
 
     def record(self, stmt: int, value: Any) -> None:
-        if self._recorder.capture:
+        if not self._recorder.capture:
+            return
+        shadow = self._shadow
+        if shadow is None:
             self._recorder.record(self._offset + stmt, value)
+        elif not shadow.inside:  # a shadow's own run of a helper (a reduction's combine) records nothing
+            self._recorder.record(self._offset + stmt, value)
+            shadow.record(self._recorder, self._companions + len(COMPANIONS) * stmt, value)
 
     def brk(self, line: int) -> None:
         if not self._breakpoint_hit(line):

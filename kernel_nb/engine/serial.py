@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Collection
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ from kernel_nb.engine.guard import MemoryGuard, frame_locator
 from kernel_nb.engine.interrupts import InterruptWatch
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.recorder import FunctionProbe, Recorder
-from kernel_nb.engine.rewrite import RewriteCache, RewrittenFunction
+from kernel_nb.engine.rewrite import LocalStatement, RewriteCache, RewrittenFunction
+from kernel_nb.engine.shadow import COMPANIONS, ShadowRun
 from kernel_nb.engine.waiting import Deadlock, Turns, waits
 from kernel_nb.errors import KernelCompileError, KernelDeadlockError, KernelError, LaunchInterrupted
 from kernel_nb.options import Options
@@ -57,7 +59,9 @@ class SerialRun:
         """Drop what the finished run's parts hold of each other and of the launch: they refer to
         one another, and as a cycle they would keep the launch's arrays until a garbage collection
         rather than until the launch is let go of."""
-        for part in (self, self.guard, self.recorder, self.arith):
+        for part in (self, self.guard, self.recorder, self.arith, self.shadow):
+            if part is None:
+                continue
             part.__dict__.clear()
 
     def __post_init__(self) -> None:
@@ -68,6 +72,11 @@ class SerialRun:
         # a kernel that may wait for another program runs its programs in turns
         self.turns = Turns(self.locate, self.codes) if waits(self.fn) else None
         self.recorder, self.guard = self._parts()
+        self.shadow = (
+            ShadowRun(self.addresses, lambda name: self.launch.snapshot[name])
+            if self.options.shadow and self.options.capture
+            else None
+        )
         self.arith = ArithmeticHooks(
             self.recorder,
             self.locate,
@@ -113,7 +122,14 @@ class SerialRun:
         instrument = user and self.options.capture
         rewritten = self.rewrites.rewritten(fn, instrument=instrument)
         offset = self._register(rewritten) if user else 0
-        probe = FunctionProbe(self.recorder, offset, self._breakpoint_hit, self.options.debugger)
+        probe = FunctionProbe(
+            self.recorder,
+            offset,
+            self._breakpoint_hit,
+            self.options.debugger,
+            shadow=self.shadow,
+            companions=offset + len(rewritten.statements),
+        )
         bound = rewritten.bind(fn.__globals__, probe)
         if user:
             self.codes.add(bound.__code__)
@@ -127,8 +143,13 @@ class SerialRun:
             if known:
                 return known[0].id
         offset = len(statements)
-        self.recorder.statement_info.extend(rewritten.statements)
-        for i, local in enumerate(rewritten.statements):
+        locals_ = list(rewritten.statements)
+        if self.shadow is not None:  # each statement's companions follow the function's statements
+            locals_ += [
+                LocalStatement(s.line, s.name, kind) for s in rewritten.statements for kind in COMPANIONS
+            ]
+        self.recorder.statement_info.extend(locals_)
+        for i, local in enumerate(locals_):
             statements.append(
                 Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind)
             )
@@ -170,7 +191,12 @@ class SerialRun:
         sigint = signal.getsignal(signal.SIGINT) if _main_thread() else None
         pid: Pid | None = None
         try:
-            with interpreter_scope(self.call) as b, self.guard.installed(b), self.arith.installed(b):
+            with (
+                interpreter_scope(self.call) as b,
+                self.guard.installed(b),
+                self.arith.installed(b),
+                self.shadow.installed(b) if self.shadow is not None else nullcontext(),
+            ):
                 kernel = self.function(self.fn)
                 values = self.bound.values
                 triton_compat.set_grid(b, launch.grid)

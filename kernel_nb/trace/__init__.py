@@ -33,8 +33,9 @@ from kernel_nb.trace.compare import (
     Tolerance,
     ulp_bucket_labels,
 )
-from kernel_nb.trace.launch import Launch, ProgramTrace, Trace
+from kernel_nb.trace.launch import Launch, Precision, ProgramTrace, Trace
 from kernel_nb.trace.records import (
+    COMPANION_KINDS,
     LAUNCH_ERROR,
     ArgumentInfo,
     Artifacts,
@@ -50,6 +51,7 @@ from kernel_nb.trace.records import (
 )
 
 __all__ = [
+    "COMPANION_KINDS",
     "LAUNCH_ERROR",
     "SHOWN",
     "ULP_EDGES",
@@ -69,6 +71,7 @@ __all__ = [
     "Launch",
     "MemoryEvent",
     "Pid",
+    "Precision",
     "ProgramDivergence",
     "ProgramTrace",
     "Record",

@@ -20,6 +20,7 @@ from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.columns import Events, RecordBlock, Records
 from kernel_nb.trace.compare import Comparison, Divergence
 from kernel_nb.trace.records import (
+    COMPANION_KINDS,
     ArgumentInfo,
     Artifacts,
     Finding,
@@ -46,6 +47,30 @@ class ProgramTrace:
     events: list[MemoryEvent] = field(default_factory=Events)
     stdout: str = ""
     kept: bool = False
+
+
+@dataclass(frozen=True)
+class Precision:
+    """One value of one program against the fp64 shadow (`Launch.precision`).
+
+    Attributes:
+        name, dtype: the variable and its Triton type.
+        value: the value the kernel computed, as fp64.
+        shadow: the same value computed in fp64 from the launch's inputs.
+        absolute, relative: |value - shadow|, and that over |shadow|.
+        ulps: |value - shadow| in units in the last place of `dtype`.
+        own_ulps: the error the statement's own arithmetic made, given the values it read, in
+            ulps: where it is small and `ulps` large, the error came in with the operands.
+    """
+
+    name: str
+    dtype: str
+    value: np.ndarray
+    shadow: np.ndarray
+    absolute: np.ndarray
+    relative: np.ndarray
+    ulps: np.ndarray
+    own_ulps: np.ndarray
 
 
 @dataclass
@@ -79,6 +104,9 @@ class Launch:
             (pid, None) for a turn that ran to the program's end, (pid, line) for one that ended
             waiting at that line; empty when programs ran one after another.
         artifacts: the compiled kernel's IR (`%%tkernel compare`, `%%tkernel interpret --ir`).
+        shadow: the shadow the launch ran with ("fp64": see `Options.shadow`), or None.
+        references: with a shadow, per buffer argument the launch stored floats into, its elements
+            in fp64 as the shadow computed them (see `reference`).
         comparison: the launch against its compiled run on the GPU (`%%tkernel compare`).
         divergence: statement by statement, where chosen programs first compute something else on
             the GPU (`%%tkernel compare` with chosen programs or a mismatch).
@@ -109,6 +137,8 @@ class Launch:
     artifacts: Artifacts | None = field(default=None, repr=False)
     comparison: Comparison | None = field(default=None, repr=False)
     divergence: Divergence | None = field(default=None, repr=False)
+    shadow: str | None = None
+    references: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def num_programs(self) -> int:
@@ -224,9 +254,71 @@ class Launch:
     def statement(self, stmt: int) -> Statement:
         return self.statements[stmt]
 
-    def _matches(self, stmt: int, name: str | None, line: int | None) -> bool:
+    def _matches(self, stmt: int, name: str | None, line: int | None, kind: str | None = None) -> bool:
         s = self.statements[stmt]
-        return (name is None or s.name == name) and (line is None or s.line == line)
+        if kind is None and s.kind in COMPANION_KINDS:
+            return False
+        return (
+            (name is None or s.name == name)
+            and (line is None or s.line == line)
+            and (kind is None or s.kind == kind)
+        )
+
+    def reference(self, name: str) -> np.ndarray:
+        """An fp64 reference for buffer argument `name`: its elements after the launch as the fp64
+        shadow computed what was stored (elements nothing stored keep their inputs), shaped as
+        the argument. Needs a launch run with `shadow="fp64"`.
+
+        Raises:
+            ValueError: the launch ran without a shadow.
+            KeyError: `name` is not a buffer argument.
+        """
+        if self.shadow is None:
+            raise ValueError(f"{self.kernel}: the launch ran without a shadow; run it with shadow='fp64'")
+        info = next((a for a in self.args if a.name == name and a.kind == "buffer"), None)
+        if info is None:
+            raise KeyError(f"{self.kernel}: {name!r} is not a buffer argument")
+        values = self.references.get(name)
+        if values is None:
+            values = np.asarray(self.snapshot[name]).astype(np.float64)
+        return values.reshape(info.shape) if values.size == int(np.prod(info.shape)) else values
+
+    def precision(
+        self, pid: int | tuple[int, ...], name: str, iteration: tuple[int, ...] | None = None
+    ) -> Precision:
+        """How precise a variable was after its last assignment in a program (at an iteration, if
+        given), against the fp64 shadow. Needs a launch run with `shadow="fp64"` and the program's
+        values kept (a program past the budget is replayed).
+
+        Raises:
+            ValueError: the launch ran without a shadow.
+            KeyError: no such record, or the variable is not a float value.
+        """
+        if self.shadow is None:
+            raise ValueError(f"{self.kernel}: the launch ran without a shadow; run it with shadow='fp64'")
+        program = self.program(pid)
+
+        def last(kind: str | None) -> Record:
+            found = [
+                r
+                for r in program.records
+                if self._matches(r.stmt, name, None, kind) and (iteration is None or r.iteration == iteration)
+            ]
+            if not found:
+                raise KeyError(f"{self.kernel}: no {kind or 'record'} of {name!r} in program {as_pid(pid)}")
+            return found[-1]
+
+        record = last(None)
+        parts = [last(kind) for kind in COMPANION_KINDS]
+        if any(p.stmt - parts[0].stmt != i for i, p in enumerate(parts)) or record.value is None:
+            raise KeyError(f"{self.kernel}: {name!r} in program {as_pid(pid)} has no fp64 shadow")
+        shadow, ulps, own = (p.value for p in parts)
+        assert shadow is not None and ulps is not None and own is not None
+        value = np.asarray(record.value, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            absolute = np.abs(value - shadow)
+            relative = np.where(absolute == 0, 0.0, absolute / np.abs(shadow))
+        return Precision(name, record.dtype, value, shadow, absolute, relative, ulps, own)
 
     def summary_row(self) -> dict[str, Any]:
         records = sum(len(p.records) for p in self.programs.values())

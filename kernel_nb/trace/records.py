@@ -25,6 +25,12 @@ def as_pid(pid: int | tuple[int, ...]) -> Pid:
     return (padded[0], padded[1], padded[2])
 
 
+# the statements an fp64 shadow run records after each float statement, in order: the fp64 value,
+# the error of the real value against it and the error of the statement's own arithmetic, both in
+# units in the last place of the real type (see kernel_nb.engine.shadow)
+COMPANION_KINDS = ("shadow", "error", "own_error")
+
+
 @dataclass(frozen=True)
 class Statement:
     """A recorded place in the kernel or one of its helpers.
@@ -35,7 +41,8 @@ class Statement:
         line: line in that file.
         name: the variable assigned (the loop variable for a `for` header).
         function: the function's name (the kernel or a @triton.jit helper).
-        kind: "assign", "augassign" or "loop".
+        kind: "assign", "augassign" or "loop"; for an fp64 shadow run's companions of the
+            statement of the same place (see COMPANION_KINDS), "shadow", "error" or "own_error".
     """
 
     id: int

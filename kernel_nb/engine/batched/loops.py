@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import shadow, triton_compat
 from kernel_nb.engine.batched.builder import Divergence, LoopMask
 from kernel_nb.engine.batched.tiles import rows_of, shape_of, widened
 from kernel_nb.engine.rewrite import PROBE
@@ -101,7 +101,9 @@ class MaskedLoops:
             value = saved[name]
             if triton_compat.is_tensor(value):
                 if shape_of(value.handle)[:1] == (batch,):
-                    narrowed[name] = triton_compat.tensor_with_handle(value, rows_of(value.handle, at))
+                    rows = rows_of(value.handle, at)
+                    shadow.follow(rows, lambda h: rows_of(h, at), value.handle)
+                    narrowed[name] = triton_compat.tensor_with_handle(value, rows)
             elif _holds_rows(value, batch):
                 # a tuple of per-program values: this loop runs on all programs, the others masked
                 self._narrowing = False
@@ -138,7 +140,9 @@ class MaskedLoops:
                 continue
             old, new = saved[name], names[name]
             if triton_compat.is_tensor(old) and triton_compat.is_tensor(new) and old.type == new.type:
-                merged[name] = triton_compat.tensor_with_handle(new, combine(old.handle, new.handle))
+                made = combine(old.handle, new.handle)
+                shadow.follow(made, combine, old.handle, new.handle)
+                merged[name] = triton_compat.tensor_with_handle(new, made)
             elif not (triton_compat.is_tensor(old) or triton_compat.is_tensor(new)) and _same(old, new):
                 continue
             else:  # a value the batch cannot hold per program: split the batch by trip count

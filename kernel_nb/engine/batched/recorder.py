@@ -22,7 +22,7 @@ from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.tiles import AFFINE, AffinePointers
-from kernel_nb.engine.recorder import Recorder, assignment
+from kernel_nb.engine.recorder import COMPANIONS, Recorder, assignment
 from kernel_nb.options import Options
 from kernel_nb.trace import (
     Deferred,
@@ -249,7 +249,7 @@ class BatchRecorder(MaskedLoops, Recorder):
                 self.active,
             )
         )
-        if self.observations is not None:
+        if self.observations is not None and self.statement_info[stmt].kind not in COMPANIONS:
             self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
 
     @staticmethod

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +190,9 @@ class BatchedRun(SerialRun):
                 triton_compat.builder_as(stock, BatchedBuilder, **attributes) as builder,
                 self.guard.installed(builder),
                 self.arith.installed(builder, observations=observing),
+                self.shadow.installed(builder, lambda: self.loop_mask.active)
+                if self.shadow is not None
+                else nullcontext(),
             ):
                 kernel(**values)
         except Divergence as split:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -82,11 +83,28 @@ def _patch_libdevice(extern: Extern) -> None:
             # not the result type, so the IR type is the one place that names the element
             element = getattr(ir_type, "scalar", ir_type)
             data = [np.asarray(h.data) for h in handles]
-            return TensorHandle(extern(symbol, data, element), element)
+            result = TensorHandle(extern(symbol, data, element), element)
+            for observe in _EXTERN_OBSERVERS:
+                observe(symbol, list(handles), result)
+            return result
 
         return dispatch(call, lib_name, lib_path, args, table, *rest)
 
     tl.core.dispatch = dispatch_here
+
+
+# called with (symbol, operand handles, result handle) after each libdevice call (extern_observer)
+_EXTERN_OBSERVERS: list[Callable[[str, list[Any], Any], None]] = []
+
+
+@contextmanager
+def extern_observer(observe: Callable[[str, list[Any], Any], None]) -> Iterator[None]:
+    """Have `observe` see every libdevice call made meanwhile, after it computed its result."""
+    _EXTERN_OBSERVERS.append(observe)
+    try:
+        yield
+    finally:
+        _EXTERN_OBSERVERS.remove(observe)
 
 
 def _with_semantic(member: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,0 +1,400 @@
+"""The fp64 shadow run (`Options.shadow`): every floating-point value of a launch also in fp64.
+
+Each interpreter value of a float type carries two fp64 arrays beside its own data:
+
+- its shadow, computed in fp64 all the way from the launch's inputs: a load gives the loaded
+  values upcast, every float operation applies to its operands' shadows, a dot, a reduction or a
+  math function runs in fp64, a cast to a narrower type passes the shadow through. Integer and
+  pointer arithmetic, masks and control flow are the real run's.
+- its local value, computed in fp64 from the real values its statement read: operands made by
+  earlier statements enter as their real values upcast, operands made within the same statement
+  as their local values. A statement's own error (real - local) is then what its arithmetic lost,
+  apart from the error its operands carried in.
+
+A value made by an operation the shadow does not follow (an atomic's result, a bit cast, a
+dot_scaled) starts a shadow of its own: its real values upcast.
+
+Statements are numbered by epoch: every record the kernel makes closes one, and a value made
+since the last record belongs to the statement being recorded. Each float statement's record is
+followed by three companion records (statements of kinds `COMPANIONS`): the shadow, the error
+against it in units in the last place of the real type, and the statement's own error in ulps.
+Stores write the shadow of what they store into a reference copy of the buffer, which starts as
+the buffer's inputs upcast (`Launch.reference`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import numpy as np
+import triton.language as tl
+
+from kernel_nb import numerics
+from kernel_nb.engine import libdevice, triton_compat
+from kernel_nb.engine.addresses import AddressMap
+from kernel_nb.engine.patches import patched_methods
+from kernel_nb.trace import COMPANION_KINDS as COMPANIONS
+
+SHADOW = "_kernel_nb_shadow"
+LOCAL = "_kernel_nb_local"
+EPOCH = "_kernel_nb_epoch"
+__all__ = ["COMPANIONS", "ShadowRun"]
+
+# methods whose results the shadow does not follow by running them on fp64 operands: memory
+# (stores are followed on their own), program ids and ranges, pointers, asserts and prints
+_NOT_FOLLOWED = {
+    *(method.name for method in triton_compat.MEMORY_METHODS),
+    *(method.name for method in triton_compat.DESCRIPTOR_METHODS),
+    triton_compat.DOT_SCALED.name,
+    "create_atomic_load",
+    "create_atomic_store",
+    "create_descriptor_gather",
+    "create_descriptor_scatter",
+    "create_make_tensor_descriptor",
+    "create_assume",
+    "create_barrier",
+    "create_print",
+    "create_inline_asm",
+    "create_get_program_id",
+    "create_get_num_programs",
+    "create_make_range",
+    "create_histogram",
+    "create_int_to_ptr",
+    "create_ptr_to_int",
+    "create_addptr",
+    "create_bitcast",
+}
+_STORES = (triton_compat.STORE_METHOD, triton_compat.PLAIN_STORE_METHOD)
+# casts: a float result takes its float source's shadow as it is, an integer source's values exactly
+_CASTS = (
+    triton_compat.CAST.name,
+    triton_compat.FP_TO_FP.name,
+    "create_fp_ext",
+    "create_fp_trunc",
+    "create_si_to_fp",
+    "create_ui_to_fp",
+)
+
+
+def floating(handle: Any) -> bool:
+    """Whether an interpreter value holds floats (not pointers, not integers)."""
+    dtype = getattr(handle, "dtype", None)
+    return dtype is not None and not dtype.is_ptr() and dtype.is_floating()
+
+
+def real64(handle: Any) -> np.ndarray:
+    """A float value's own values, in fp64."""
+    name = str(handle.dtype)
+    data = np.asarray(handle.data)
+    if numerics.is_bits_float(name):
+        data = numerics.decode(data, name)
+    return data.astype(np.float64)
+
+
+def shadow_of(handle: Any) -> np.ndarray:
+    """A float value's shadow (its own values upcast where it has none)."""
+    shadow = getattr(handle, SHADOW, None)
+    return real64(handle) if shadow is None else shadow
+
+
+def local_of(handle: Any, epoch: int) -> np.ndarray:
+    """A float value as the statement of `epoch` reads it: its local value if that statement made
+    it, else its own values upcast."""
+    if getattr(handle, EPOCH, None) == epoch:
+        local = getattr(handle, LOCAL, None)
+        if local is not None:
+            return local
+    return real64(handle)
+
+
+def _attach(handle: Any, shadow: np.ndarray, local: np.ndarray, epoch: int) -> None:
+    setattr(handle, SHADOW, shadow)
+    setattr(handle, LOCAL, local)
+    setattr(handle, EPOCH, epoch)
+
+
+def _as64(handle: Any, values: np.ndarray) -> Any:
+    return triton_compat.TensorHandle(values, tl.float64)
+
+
+def _tensor64(value: Any, values: np.ndarray) -> Any:
+    """A tensor like `value` (a float tensor) holding fp64 `values`."""
+    ty = value.type
+    if getattr(ty, "is_block", lambda: False)():
+        return tl.core.tensor(_as64(value.handle, values), tl.block_type(tl.float64, list(ty.shape)))
+    return tl.core.tensor(_as64(value.handle, values), tl.float64)
+
+
+def _tensor_of(value: Any, values: np.ndarray, dtype: Any) -> Any:
+    ty = value.type
+    handle = triton_compat.TensorHandle(values, dtype)
+    if getattr(ty, "is_block", lambda: False)():
+        return tl.core.tensor(handle, tl.block_type(dtype, list(ty.shape)))
+    return tl.core.tensor(handle, dtype)
+
+
+def _handles(result: Any) -> list[Any]:
+    if isinstance(result, (tuple, list)):
+        return [h for h in result if isinstance(h, triton_compat.TensorHandle)]
+    return [result] if isinstance(result, triton_compat.TensorHandle) else []
+
+
+def _ulps(real: np.ndarray, reference: np.ndarray, type_name: str) -> np.ndarray:
+    """|real - reference| in units in the last place of `type_name` at the reference (0 where they
+    are equal, infinities included; NaN where either is NaN or only one is infinite)."""
+    with np.errstate(all="ignore"):
+        error = np.abs(real - reference) / numerics.ulp(reference, type_name)
+        return np.where(real == reference, 0.0, error).astype(np.float32)
+
+
+class ShadowRun:
+    """The shadow of one run of a launch's programs: the hooks that compute it, the statement
+    epoch, and the reference copies of the buffers it stored into."""
+
+    def __init__(self, addresses: AddressMap, inputs: Callable[[str], np.ndarray]) -> None:
+        """
+        Args:
+            addresses: turns the stores' pointers into elements of the buffer arguments.
+            inputs: a buffer argument's elements before the launch, by name.
+        """
+        self.addresses = addresses
+        self.inputs = inputs
+        self.epoch = 0
+        self.inside = False  # computing a shadow: the operations it runs are not followed again
+        self.references: dict[str, np.ndarray] = {}
+        self.loop_active: Callable[[], np.ndarray | None] = lambda: None
+
+    # -- records ----------------------------------------------------------------------------------
+
+    def record(self, recorder: Any, first: int, value: Any) -> None:
+        """After the record of `value`: its companions as statements `first`, `first + 1`, ...
+        (see COMPANIONS); the statement's epoch ends."""
+        try:
+            if triton_compat.is_tensor(value) and floating(value.handle):
+                handle = value.handle
+                real, shadow = real64(handle), shadow_of(handle)
+                local = local_of(handle, self.epoch)
+                type_name = str(handle.dtype)
+                recorder.record(first, _tensor64(value, shadow))
+                recorder.record(first + 1, _tensor_of(value, _ulps(real, shadow, type_name), tl.float32))
+                recorder.record(first + 2, _tensor_of(value, _ulps(real, local, type_name), tl.float32))
+        finally:
+            self.epoch += 1
+
+    def reference(self, name: str) -> np.ndarray | None:
+        """Buffer `name`'s elements in fp64 as the shadow stored them (None: nothing stored)."""
+        return self.references.get(name)
+
+    # -- hooks ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def installed(
+        self, builder: Any, loop_active: Callable[[], np.ndarray | None] | None = None
+    ) -> Iterator[None]:
+        """The shadow's hooks in `builder` and in the language's reductions, for a while.
+
+        Args:
+            loop_active: per batch row, whether its program still runs the masked loop it is in
+                (None: every row runs; the serial strategy's single program always does).
+        """
+        if loop_active is not None:
+            self.loop_active = loop_active
+        hooks: dict[str, Callable[..., Any]] = {}
+        for name in dir(builder):
+            if not name.startswith("create_") or (name in _NOT_FOLLOWED and name not in _STORES):
+                continue
+            original = getattr(builder, name)
+            if not callable(original):
+                continue
+            if name in _STORES:
+                hooks[name] = self._store_hook(original)
+            elif name in _CASTS:
+                hooks[name] = self._cast_hook(original, unsigned=name == "create_ui_to_fp")
+            elif name == triton_compat.DOT.name:
+                hooks[name] = self._dot_hook(original)
+            else:
+                hooks[name] = self._followed(original)
+        if hasattr(builder, triton_compat.CAST.name):
+            hooks[triton_compat.CAST.name] = self._cast_hook(
+                getattr(builder, triton_compat.CAST.name), unsigned=False
+            )
+        with ExitStack() as stack:
+            stack.enter_context(patched_methods(builder, hooks))
+            stack.enter_context(self._reductions())
+            stack.enter_context(triton_compat.extern_observer(self._extern))
+            yield
+
+    def _followed(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def hooked(*args: Any) -> Any:
+            result = original(*args)
+            if self.inside:
+                return result
+            outputs = [h for h in _handles(result) if floating(h)]
+            if not outputs or not any(floating(a) for a in args if isinstance(a, triton_compat.TensorHandle)):
+                return result
+            epoch = self.epoch
+            self.inside = True
+            try:
+                shadow = original(*[self._operand(a, shadow_of) for a in args])
+                local = original(*[self._operand(a, lambda h: local_of(h, epoch)) for a in args])
+            finally:
+                self.inside = False
+            for out, s, lo in zip(_handles(result), _handles(shadow), _handles(local)):
+                if floating(out):
+                    _attach(out, np.asarray(s.data), np.asarray(lo.data), epoch)
+            return result
+
+        return hooked
+
+    @staticmethod
+    def _operand(arg: Any, values: Callable[[Any], np.ndarray]) -> Any:
+        if isinstance(arg, triton_compat.TensorHandle) and floating(arg):
+            return _as64(arg, values(arg))
+        return arg
+
+    def _cast_hook(self, original: Callable[..., Any], *, unsigned: bool) -> Callable[..., Any]:
+        def hooked(src: Any, *rest: Any) -> Any:
+            result = original(src, *rest)
+            if self.inside or not (isinstance(result, triton_compat.TensorHandle) and floating(result)):
+                return result
+            if floating(src):
+                _attach(result, shadow_of(src), local_of(src, self.epoch), self.epoch)
+            elif isinstance(src, triton_compat.TensorHandle) and not src.dtype.is_ptr():
+                data = np.asarray(src.data)
+                if unsigned and data.dtype.kind == "i":
+                    data = data.view(data.dtype.str.replace("i", "u"))
+                exact = data.astype(np.float64)
+                _attach(result, exact, exact, self.epoch)
+            return result
+
+        return hooked
+
+    def _dot_hook(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def hooked(a: Any, b: Any, d: Any, *rest: Any) -> Any:
+            result = original(a, b, d, *rest)
+            if self.inside or not floating(result) or not (floating(a) and floating(b)):
+                return result
+            epoch = self.epoch
+
+            def exact(values: Callable[[Any], np.ndarray]) -> np.ndarray:
+                acc = values(d) if floating(d) else np.asarray(d.data, np.float64)
+                return np.matmul(values(a), values(b)) + acc
+
+            with np.errstate(all="ignore"):
+                _attach(result, exact(shadow_of), exact(lambda h: local_of(h, epoch)), epoch)
+            return result
+
+        return hooked
+
+    def _store_hook(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def hooked(ptrs: Any, value: Any, *rest: Any) -> Any:
+            result = original(ptrs, value, *rest)
+            if not self.inside and floating(value):
+                mask = rest[0] if rest and isinstance(rest[0], triton_compat.TensorHandle) else None
+                self._store_reference(ptrs, shadow_of(value), mask)
+            return result
+
+        return hooked
+
+    def _store_reference(self, ptrs: Any, shadow: np.ndarray, mask: Any) -> None:
+        addresses = np.asarray(ptrs.data)
+        if not addresses.size:
+            return
+        shadow = np.broadcast_to(shadow, addresses.shape)
+        stored = np.ones(addresses.shape, bool)
+        if mask is not None:
+            stored &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
+        active = self.loop_active()
+        if active is not None and addresses.ndim and active.size == addresses.shape[0]:
+            stored &= active.reshape((-1,) + (1,) * (addresses.ndim - 1))
+        if not stored.any():
+            return
+        offsets, name = self.addresses.offsets(addresses[stored])
+        if name is None:
+            return
+        reference = self.references.get(name)
+        if reference is None:
+            reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
+        inside = (offsets >= 0) & (offsets < reference.size)
+        reference[offsets[inside]] = shadow[stored][inside]
+
+    # -- reductions, scans, libdevice ---------------------------------------------------------------
+
+    @contextmanager
+    def _reductions(self) -> Iterator[None]:
+        saved = [
+            (owner, name, getattr(owner, name))
+            for owner in (tl, tl.core)
+            for name in ("reduce", "associative_scan")
+            if hasattr(owner, name)
+        ]
+        try:
+            for owner, name, original in saved:
+                setattr(owner, name, self._reduction(original))
+            yield
+        finally:
+            for owner, name, original in saved:
+                setattr(owner, name, original)
+
+    def _reduction(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def reduce(input: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(input, *args, **kwargs)
+            if self.inside:
+                return result
+            inputs = input if isinstance(input, tuple) else (input,)
+            if not any(triton_compat.is_tensor(t) and floating(t.handle) for t in inputs):
+                return result
+            epoch = self.epoch
+
+            def rerun(values: Callable[[Any], np.ndarray]) -> Any:
+                moved = tuple(
+                    _tensor64(t, values(t.handle)) if triton_compat.is_tensor(t) and floating(t.handle) else t
+                    for t in inputs
+                )
+                return original(moved if isinstance(input, tuple) else moved[0], *args, **kwargs)
+
+            self.inside = True
+            try:
+                shadow = rerun(shadow_of)
+                local = rerun(lambda h: local_of(h, epoch))
+            finally:
+                self.inside = False
+            results = result if isinstance(result, tuple) else (result,)
+            shadows = shadow if isinstance(shadow, tuple) else (shadow,)
+            locals_ = local if isinstance(local, tuple) else (local,)
+            for out, s, lo in zip(results, shadows, locals_):
+                if triton_compat.is_tensor(out) and floating(out.handle) and triton_compat.is_tensor(s):
+                    _attach(out.handle, real64(s.handle), real64(lo.handle), epoch)
+            return result
+
+        return reduce
+
+    def _extern(self, symbol: str, handles: list[Any], result: Any) -> None:
+        """A libdevice call's shadow: the fp64 function on the operands' shadows, where libdevice
+        has one (`__nv_expf` → `__nv_exp`)."""
+        if self.inside or not floating(result) or not any(floating(h) for h in handles):
+            return
+        wide = symbol[:-1] if symbol.endswith("f") and symbol[:-1] in libdevice.SYMBOLS else None
+        if wide is None:
+            return
+        epoch = self.epoch
+
+        def evaluate(values: Callable[[Any], np.ndarray]) -> np.ndarray:
+            args = [values(h) if floating(h) else np.asarray(h.data) for h in handles]
+            return libdevice.evaluate(wide, args, np.dtype(np.float64))
+
+        _attach(result, evaluate(shadow_of), evaluate(lambda h: local_of(h, epoch)), epoch)
+
+
+def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:
+    """Where the batched strategy made `result` from rows of `sources` with `rows` (a masked
+    loop narrowing its values to the programs still running, or merging them back), the same rows
+    of their shadows."""
+    if not floating(result) or all(getattr(h, SHADOW, None) is None for h in sources):
+        return
+    epoch = max(getattr(h, EPOCH, -1) for h in sources)
+    shadow = rows(*[_as64(h, shadow_of(h)) for h in sources])
+    local = rows(*[_as64(h, local_of(h, epoch)) for h in sources])
+    _attach(result, np.asarray(shadow.data), np.asarray(local.data), epoch)

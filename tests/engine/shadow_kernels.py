@@ -1,0 +1,67 @@
+"""Kernels for the fp64 shadow tests and demos: precision lost on purpose, and clean twins."""
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def gram_distances(x_ptr, y_ptr, out_ptr, M, N: tl.constexpr, D: tl.constexpr, BM: tl.constexpr):
+    """Squared distances through the Gram matrix: |x|^2 + |y|^2 - 2 x.y, the dot as tf32 (the
+    GPU default for fp32): on points far from the origin and close to each other, it cancels."""
+    pid = tl.program_id(0)
+    rows = pid * BM + tl.arange(0, BM)
+    cols = tl.arange(0, D)
+    ys = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * D + cols[None, :], mask=rows[:, None] < M, other=0.0)
+    y = tl.load(y_ptr + ys[:, None] * D + cols[None, :])
+    na = tl.sum(x * x, axis=1)
+    nb = tl.sum(y * y, axis=1)
+    g = tl.dot(x, tl.trans(y))
+    d = na[:, None] + nb[None, :] - 2 * g
+    tl.store(out_ptr + rows[:, None] * N + ys[None, :], d, mask=rows[:, None] < M)
+
+
+@triton.jit
+def centered_distances(x_ptr, y_ptr, out_ptr, M, N: tl.constexpr, D: tl.constexpr, BM: tl.constexpr):
+    """The twin: the differences first, then their squares summed in fp32 (no cancellation)."""
+    pid = tl.program_id(0)
+    rows = pid * BM + tl.arange(0, BM)
+    cols = tl.arange(0, D)
+    ys = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * D + cols[None, :], mask=rows[:, None] < M, other=0.0)
+    y = tl.load(y_ptr + ys[:, None] * D + cols[None, :])
+    diff = x[:, None, :] - y[None, :, :]
+    d = tl.sum(diff * diff, axis=2)
+    tl.store(out_ptr + rows[:, None] * N + ys[None, :], d, mask=rows[:, None] < M)
+
+
+@triton.jit
+def chain(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Elementwise fp32 arithmetic, a bf16 round trip, libdevice and tl.exp, a reduction."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=1.0)
+    s = x * y + x / y
+    h = s.to(tl.bfloat16)
+    back = h.to(tl.float32)
+    e = tl.exp(back * 0.01) + libdevice.log1p(x)
+    total = tl.sum(tl.where(mask, e, 0.0), axis=0)
+    k = offs * 3 + 1
+    f = k.to(tl.float32)
+    tl.store(out_ptr + offs, e + total * 0.0 + f * 0.0, mask=mask)
+
+
+@triton.jit
+def ragged_sum(x_ptr, lens_ptr, out_ptr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    """Per program a row of its own length, summed a block at a time in bf16: the trip counts
+    differ from program to program, and the bf16 accumulator loses bits."""
+    pid = tl.program_id(0)
+    length = tl.load(lens_ptr + pid)
+    acc = tl.zeros((BLOCK,), tl.bfloat16)
+    for start in range(0, length, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + pid * STRIDE + offs, mask=offs < length, other=0.0)
+        acc += v.to(tl.bfloat16)
+    tl.store(out_ptr + pid, tl.sum(acc.to(tl.float32), axis=0))

@@ -1,0 +1,226 @@
+"""The fp64 shadow run: values, errors, own errors and references, in both strategies."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import triton
+
+import kernel_nb
+from kernel_nb import numerics
+from kernel_nb.trace import COMPANION_KINDS
+from tests.engine import shadow_kernels as k
+
+M, N, D, BM = 40, 16, 16, 16
+
+
+def _points(seed=0):
+    rng = np.random.default_rng(seed)
+    x = (10 + rng.random((M, D))).astype(np.float32)
+    y = (x[:N] + 0.01 * rng.standard_normal((N, D))).astype(np.float32)
+    return x, y
+
+
+def _true_distances(x, y):
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    return ((x64[:, None, :] - y64[None, :, :]) ** 2).sum(-1)
+
+
+def _gram(kernel=k.gram_distances, **options):
+    x, y = _points()
+    out = np.zeros((M, N), np.float32)
+    with kernel_nb.interpret(shadow="fp64", **options) as session:
+        kernel[(triton.cdiv(M, BM),)](x, y, out, M, N=N, D=D, BM=BM)
+    return session.trace[0], out, _true_distances(x, y)
+
+
+def test_the_reference_of_a_cancelling_kernel_is_the_true_result():
+    launch, out, true = _gram()
+    reference = launch.reference("out_ptr")
+    assert reference.shape == out.shape and reference.dtype == np.float64
+    # on the pairs of points close to each other, the kernel's own result is off by far more
+    # than their distances
+    near = true < 0.01
+    assert near.sum() == N
+    assert (np.abs(out - true)[near] > 100 * true[near]).all()
+    # the fp64 shadow computes the same formula in fp64: off only by fp64 cancellation
+    assert np.abs(reference - true).max() < 1e-9
+
+
+def test_errors_are_attributed_to_the_statement_that_makes_them():
+    launch, _, _ = _gram()
+    g, d, na = (launch.precision(1, name) for name in ("g", "d", "na"))
+    # the tf32 dot: its operands are exact loads, the error is its own (about 2**-11 relative)
+    assert np.array_equal(g.ulps, g.own_ulps)
+    assert 1e2 < g.own_ulps.max() < 1e5
+    assert 1e-5 < g.relative.max() < 1e-3
+    # the cancelling statement carries the dot's error, and adds its own fp32 rounding only
+    assert d.ulps.max() > 1e6
+    assert d.own_ulps.max() < d.ulps.max() / 1e3
+    # a sum of squares in fp32 loses under an ulp
+    assert na.ulps.max() < 4
+    # the absolute error, against the true distances
+    assert d.absolute.max() > 1.0
+
+
+def test_a_clean_twin_stays_within_a_few_ulps():
+    launch, out, true = _gram(kernel=k.centered_distances)
+    assert np.allclose(out, true, rtol=1e-5)
+    d = launch.precision(0, "d")
+    assert d.ulps.max() < 64
+    assert np.abs(launch.reference("out_ptr") - true).max() < 1e-12
+
+
+def test_shadow_values_follow_fp64_arithmetic():
+    n, block = 300, 128
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    y = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.chain[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block)
+    launch = session.trace[0]
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    s64 = x64 * y64 + x64 / y64
+    e64 = np.exp(s64 * np.float64(np.float32(0.01))) + np.log1p(x64)
+    for pid in range(3):
+        lanes = slice(pid * block, min(n, (pid + 1) * block))
+        count = lanes.stop - lanes.start
+        s = launch.precision(pid, "s")
+        assert np.allclose(s.shadow[:count], s64[lanes], rtol=1e-15)
+        assert s.ulps.max() <= 1.5  # two fp32 roundings
+        # the bf16 cast: the shadow passes through it, the rounding is the cast's own error
+        h = launch.precision(pid, "h")
+        assert h.dtype == "bf16"
+        assert np.array_equal(h.shadow, s.shadow)
+        assert h.own_ulps.max() <= 0.5
+        real = np.asarray(h.value[:count], np.float64)
+        expected = s64[lanes].astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+        assert np.array_equal(real, expected)
+        # exp and libdevice's log1p in fp64 on the shadow
+        e = launch.precision(pid, "e")
+        assert np.allclose(e.shadow[:count], e64[lanes], rtol=1e-14)
+        # an integer converted to fp32 is exact in the shadow
+        f = launch.precision(pid, "f")
+        offs = np.arange(pid * block, (pid + 1) * block)
+        assert np.array_equal(f.shadow, (offs * 3 + 1).astype(np.float64))
+        # the reduction, in fp64 over the shadows
+        total = launch.precision(pid, "total")
+        assert total.shadow.shape == ()
+        assert np.isclose(float(total.shadow), e64[lanes].sum(), rtol=1e-14)
+    reference = launch.reference("out_ptr")
+    assert np.allclose(reference, e64, rtol=1e-14)
+
+
+def test_integer_values_and_masks_get_no_companions():
+    n = 64
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.chain[(1,)](x, x, out, n, BLOCK=64)
+    launch = session.trace[0]
+    program = launch.program(0)
+    shadowed = {
+        launch.statements[r.stmt].name for r in program.records if launch.statements[r.stmt].kind == "shadow"
+    }
+    assert {"x", "y", "s", "h", "back", "e", "total", "f"} <= shadowed
+    assert not shadowed & {"offs", "mask", "k", "x_ptr", "n"}
+    # the companions of a statement follow it in the statement table, one of each kind
+    for stmt in launch.statements:
+        if stmt.kind == "shadow":
+            kinds = [launch.statements[stmt.id + i].kind for i in range(3)]
+            assert tuple(kinds) == COMPANION_KINDS
+
+
+def test_values_and_records_by_name_are_the_real_ones():
+    launch, _, _ = _gram()
+    assert launch.value(0, "d").dtype == np.float32
+    assert all(launch.statements[r.stmt].kind not in COMPANION_KINDS for r in launch.records(0, name="d"))
+
+
+def test_loops_whose_trip_counts_differ_keep_their_shadows():
+    rows, stride, block = 6, 512, 64
+    rng = np.random.default_rng(3)
+    x = rng.uniform(1.0, 1.01, (rows, stride)).astype(np.float32)
+    lens = np.array([512, 64, 300, 0, 129, 448], np.int32)
+    out = np.zeros(rows, np.float32)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.ragged_sum[(rows,)](x, lens, out, STRIDE=stride, BLOCK=block)
+    launch = session.trace[0]
+    reference = launch.reference("out_ptr")
+    exact = np.array([x[r, : lens[r]].astype(np.float64).sum() for r in range(rows)])
+    assert np.allclose(reference, exact, rtol=1e-14)
+    # the bf16 accumulator loses: the real sums are off by far more than fp32 would be
+    assert np.abs(out - exact).max() > 0.1
+    # the statement rounds twice (the cast of the block to bf16, the bf16 addition); the
+    # accumulator carries the roundings of the iterations before it
+    acc = launch.precision(0, "acc")
+    assert acc.dtype == "bf16" and acc.own_ulps.max() <= 1.0
+    assert acc.ulps.max() > acc.own_ulps.max()
+    first = launch.precision(0, "acc", iteration=(0,))
+    assert np.array_equal(first.ulps, first.own_ulps)
+
+
+def test_both_strategies_compute_the_same_shadow():
+    results = []
+    for strategy in ("auto", "serial"):
+        launch, out, _ = _gram(strategy=strategy)
+        results.append((launch, out))
+    (auto, out_a), (serial, out_s) = results
+    assert np.array_equal(out_a, out_s)
+    assert np.array_equal(auto.reference("out_ptr"), serial.reference("out_ptr"))
+    for pid in range(3):
+        for name in ("g", "d", "na"):
+            a, s = auto.precision(pid, name), serial.precision(pid, name)
+            assert np.array_equal(a.shadow, s.shadow) and np.array_equal(a.own_ulps, s.own_ulps)
+
+
+def test_companions_are_kept_under_the_budget_and_replayed_past_it():
+    budget = 24 << 10
+    launch, _, _ = _gram(budget_bytes=budget)
+    kept = [pid for pid, p in launch.programs.items() if p.kept]
+    assert kept and len(kept) < 3
+    assert launch.kept_bytes <= 2 * budget + (1 << 20)
+    # a program past the budget keeps the summaries of its errors, and is replayed with its shadow
+    last = launch.pid_of(2)
+    summaries = {
+        launch.statements[r.stmt].kind: r.summary
+        for r in launch.programs[last].records
+        if launch.statements[r.stmt].name == "d"
+    }
+    assert summaries["error"].max > 1e6 and summaries["own_error"].max < summaries["error"].max
+    d = launch.precision(last, "d")
+    assert np.isclose(d.ulps.max(), summaries["error"].max, rtol=1e-6)
+
+
+def test_a_buffer_nothing_stored_into_is_its_inputs():
+    launch, _, _ = _gram()
+    x, _ = _points()
+    assert np.array_equal(launch.reference("x_ptr"), x.astype(np.float64))
+    with pytest.raises(KeyError):
+        launch.reference("M")
+
+
+def test_without_a_shadow_there_is_no_reference():
+    x, y = _points()
+    out = np.zeros((M, N), np.float32)
+    with kernel_nb.interpret() as session:
+        k.gram_distances[(3,)](x, y, out, M, N=N, D=D, BM=BM)
+    launch = session.trace[0]
+    assert not any(s.kind in COMPANION_KINDS for s in launch.statements)
+    with pytest.raises(ValueError, match="shadow"):
+        launch.reference("out_ptr")
+    with pytest.raises(ValueError, match="shadow"):
+        launch.precision(0, "d")
+
+
+def test_ulps_are_the_spacing_of_the_type():
+    values = np.array([1.0, 0.013, 0.0, 3e38, 1e-40, -2.5])
+    assert np.array_equal(
+        numerics.ulp(values, "fp32"), np.abs(np.spacing(values.astype(np.float32))).astype(np.float64)
+    )
+    bf = np.array([1.0, 0.013, 300.0])
+    assert np.array_equal(
+        numerics.ulp(bf, "bf16"), np.spacing(bf.astype(ml_dtypes.bfloat16)).astype(np.float64)
+    )
+    half = np.array([1.0, 0.001, 60000.0])
+    assert np.array_equal(numerics.ulp(half, "fp16"), np.spacing(half.astype(np.float16)).astype(np.float64))
