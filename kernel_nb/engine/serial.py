@@ -144,14 +144,16 @@ class SerialRun:
                 return known[0].id
         offset = len(statements)
         locals_ = list(rewritten.statements)
+        count = len(locals_)
         if self.shadow is not None:  # each statement's companions follow the function's statements
             locals_ += [
                 LocalStatement(s.line, s.name, kind) for s in rewritten.statements for kind in COMPANIONS
             ]
         self.recorder.statement_info.extend(locals_)
         for i, local in enumerate(locals_):
+            of = None if i < count else offset + (i - count) // len(COMPANIONS)
             statements.append(
-                Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind)
+                Statement(offset + i, rewritten.file, local.line, local.name, rewritten.name, local.kind, of)
             )
         self.launch.sources.setdefault(
             rewritten.name, SourceInfo(rewritten.name, rewritten.file, rewritten.first_line, rewritten.source)

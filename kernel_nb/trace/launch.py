@@ -264,6 +264,11 @@ class Launch:
             and (kind is None or s.kind == kind)
         )
 
+    def companions(self, stmt: int) -> tuple[int, ...]:
+        """The ids of statement `stmt`'s shadow companions, in COMPANION_KINDS order (empty
+        without a shadow); records of them follow each float record of `stmt` in that order."""
+        return tuple(s.id for s in self.statements if s.of == stmt)
+
     def reference(self, name: str) -> np.ndarray:
         """An fp64 reference for buffer argument `name`: its elements after the launch as the fp64
         shadow computed what was stored (elements nothing stored keep their inputs), shaped as

@@ -41,8 +41,9 @@ class Statement:
         line: line in that file.
         name: the variable assigned (the loop variable for a `for` header).
         function: the function's name (the kernel or a @triton.jit helper).
-        kind: "assign", "augassign" or "loop"; for an fp64 shadow run's companions of the
-            statement of the same place (see COMPANION_KINDS), "shadow", "error" or "own_error".
+        kind: "assign", "augassign" or "loop"; for an fp64 shadow run's companions of a
+            statement (see COMPANION_KINDS), "shadow", "error" or "own_error".
+        of: for a companion, the id of the statement it goes with (None otherwise).
     """
 
     id: int
@@ -51,6 +52,7 @@ class Statement:
     name: str
     function: str
     kind: str
+    of: int | None = None
 
 
 @dataclass(frozen=True)

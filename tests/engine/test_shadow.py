@@ -124,11 +124,20 @@ def test_integer_values_and_masks_get_no_companions():
     }
     assert {"x", "y", "s", "h", "back", "e", "total", "f"} <= shadowed
     assert not shadowed & {"offs", "mask", "k", "x_ptr", "n"}
-    # the companions of a statement follow it in the statement table, one of each kind
+    # every statement has one companion of each kind, at its place; its float records are
+    # followed by theirs
     for stmt in launch.statements:
-        if stmt.kind == "shadow":
-            kinds = [launch.statements[stmt.id + i].kind for i in range(3)]
-            assert tuple(kinds) == COMPANION_KINDS
+        if stmt.kind in COMPANION_KINDS:
+            continue
+        ids = launch.companions(stmt.id)
+        assert tuple(launch.statements[i].kind for i in ids) == COMPANION_KINDS
+        assert all(
+            launch.statements[i].line == stmt.line and launch.statements[i].name == stmt.name for i in ids
+        )
+    records = program.records
+    for i, record in enumerate(records):
+        if launch.statements[record.stmt].name == "s" and launch.statements[record.stmt].kind == "assign":
+            assert tuple(r.stmt for r in records[i + 1 : i + 4]) == launch.companions(record.stmt)
 
 
 def test_values_and_records_by_name_are_the_real_ones():
