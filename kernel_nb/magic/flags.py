@@ -185,6 +185,16 @@ FLAGS: tuple[Flag, ...] = (
         show=_on_when(False),
     ),
     Flag(
+        "--shadow",
+        "options",
+        "shadow",
+        "also compute every floating-point value in fp64 from the inputs: per statement the fp64 "
+        "value, the error of the real one against it and the error its own arithmetic made (in "
+        "ulps), findings where precision is lost, and launch.reference(name) per buffer.",
+        {"action": "store_const", "const": "fp64"},
+        show=_on_when("fp64"),
+    ),
+    Flag(
         "--serial",
         "options",
         "strategy",

@@ -193,7 +193,10 @@ def test_numerics_poison_order_detect_and_strategy_flags_reach_the_options(ip, m
         return original(options, **overrides)
 
     monkeypatch.setattr(kernel_nb, "interpret", interpret)
-    line = "%%tkernel interpret --quiet --numerics stock --poison out_ptr --order shuffle --seed 3 --no-detect --serial"
+    line = (
+        "%%tkernel interpret --quiet --numerics stock --poison out_ptr --order shuffle --seed 3 --no-detect "
+        "--serial --shadow"
+    )
     result = run(ip, f"{line}\n{ADD}")
 
     assert result.error_in_exec is None
@@ -205,8 +208,10 @@ def test_numerics_poison_order_detect_and_strategy_flags_reach_the_options(ip, m
         options.seed,
         options.detect,
         options.strategy,
-    ) == ("stock", ("out_ptr",), "shuffle", 3, False, "serial")
+        options.shadow,
+    ) == ("stock", ("out_ptr",), "shuffle", 3, False, "serial", "fp64")
     assert ip.user_ns["_tk"][0].strategy == "serial"
+    assert ip.user_ns["_tk"][0].shadow == "fp64"
 
 
 def test_launch_interprets_only_that_launch_and_runs_the_others_as_usual(ip, monkeypatch):
@@ -345,6 +350,7 @@ def test_line_magic_sets_and_shows_the_defaults(ip, magics, capsys):
         "  --order       serial\n"
         "  --seed        0\n"
         "  --no-detect   off\n"
+        "  --shadow      off\n"
         "  --serial      off\n"
         "  --device      0\n"
         "  --keep        gpu\n"
