@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kernel_nb.checks import precision
 from kernel_nb.engine import failure, triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arrays import ArgumentError
@@ -107,6 +108,9 @@ class Engine:
                     launch.kept_bytes = context.recorder.kept_bytes
                     if context.shadow is not None:
                         launch.references = context.shadow.references
+                        if self.options.detect:
+                            operands = {i: s.operands for i, s in enumerate(context.recorder.statement_info)}
+                            launch.findings += precision.findings(launch, context.shadow.outputs, operands)
                     context.dismantle()
             if self.options.detect:
                 launch.findings += detect_masked_fill(

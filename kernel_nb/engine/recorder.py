@@ -283,7 +283,9 @@ class FunctionProbe:
             self._recorder.record(self._offset + stmt, value)
         elif not shadow.inside:  # a shadow's own run of a helper (a reduction's combine) records nothing
             self._recorder.record(self._offset + stmt, value)
-            shadow.record(self._recorder, self._companions + len(COMPANIONS) * stmt, value)
+            shadow.record(
+                self._recorder, self._offset + stmt, self._companions + len(COMPANIONS) * stmt, value
+            )
 
     def brk(self, line: int) -> None:
         if not self._breakpoint_hit(line):

@@ -32,6 +32,7 @@ import numpy as np
 import triton.language as tl
 
 from kernel_nb import numerics
+from kernel_nb.checks.precision import StoredOutput
 from kernel_nb.engine import libdevice, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.patches import patched_methods
@@ -40,6 +41,7 @@ from kernel_nb.trace import COMPANION_KINDS as COMPANIONS
 SHADOW = "_kernel_nb_shadow"
 LOCAL = "_kernel_nb_local"
 EPOCH = "_kernel_nb_epoch"
+MADE_BY = "_kernel_nb_statement"  # the statement whose record a value was (kept through casts)
 __all__ = ["COMPANIONS", "ShadowRun"]
 
 # methods whose results the shadow does not follow by running them on fp64 operands: memory
@@ -164,16 +166,18 @@ class ShadowRun:
         self.epoch = 0
         self.inside = False  # computing a shadow: the operations it runs are not followed again
         self.references: dict[str, np.ndarray] = {}
+        self.outputs: dict[str, StoredOutput] = {}
         self.loop_active: Callable[[], np.ndarray | None] = lambda: None
 
     # -- records ----------------------------------------------------------------------------------
 
-    def record(self, recorder: Any, first: int, value: Any) -> None:
-        """After the record of `value`: its companions as statements `first`, `first + 1`, ...
-        (see COMPANIONS); the statement's epoch ends."""
+    def record(self, recorder: Any, stmt: int, first: int, value: Any) -> None:
+        """After the record of `value` as statement `stmt`: its companions as statements `first`,
+        `first + 1`, ... (see COMPANIONS); the statement's epoch ends."""
         try:
             if triton_compat.is_tensor(value) and floating(value.handle):
                 handle = value.handle
+                setattr(handle, MADE_BY, stmt)
                 real, shadow = real64(handle), shadow_of(handle)
                 local = local_of(handle, self.epoch)
                 type_name = str(handle.dtype)
@@ -261,6 +265,9 @@ class ShadowRun:
                 return result
             if floating(src):
                 _attach(result, shadow_of(src), local_of(src, self.epoch), self.epoch)
+                made_by = getattr(src, MADE_BY, None)
+                if made_by is not None:  # a value cast to the pointer's element type as it is stored
+                    setattr(result, MADE_BY, made_by)
             elif isinstance(src, triton_compat.TensorHandle) and not src.dtype.is_ptr():
                 data = np.asarray(src.data)
                 if unsigned and data.dtype.kind == "i":
@@ -293,16 +300,16 @@ class ShadowRun:
             result = original(ptrs, value, *rest)
             if not self.inside and floating(value):
                 mask = rest[0] if rest and isinstance(rest[0], triton_compat.TensorHandle) else None
-                self._store_reference(ptrs, shadow_of(value), mask)
+                self._store_reference(ptrs, value, mask)
             return result
 
         return hooked
 
-    def _store_reference(self, ptrs: Any, shadow: np.ndarray, mask: Any) -> None:
+    def _store_reference(self, ptrs: Any, value: Any, mask: Any) -> None:
         addresses = np.asarray(ptrs.data)
         if not addresses.size:
             return
-        shadow = np.broadcast_to(shadow, addresses.shape)
+        shadow = np.broadcast_to(shadow_of(value), addresses.shape)
         stored = np.ones(addresses.shape, bool)
         if mask is not None:
             stored &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
@@ -319,6 +326,16 @@ class ShadowRun:
             reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
         inside = (offsets >= 0) & (offsets < reference.size)
         reference[offsets[inside]] = shadow[stored][inside]
+        output = self.outputs.get(name)
+        if output is None:
+            output = self.outputs[name] = StoredOutput(
+                str(value.dtype), np.full(reference.size, np.nan), np.zeros(reference.size, bool), set()
+            )
+        output.values[offsets[inside]] = np.broadcast_to(real64(value), addresses.shape)[stored][inside]
+        output.stored[offsets[inside]] = True
+        made_by = getattr(value, MADE_BY, None)
+        if made_by is not None:
+            output.statements.add(made_by)
 
     # -- reductions, scans, libdevice ---------------------------------------------------------------
 

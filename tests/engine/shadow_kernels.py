@@ -54,14 +54,25 @@ def chain(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def ragged_sum(x_ptr, lens_ptr, out_ptr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
-    """Per program a row of its own length, summed a block at a time in bf16: the trip counts
-    differ from program to program, and the bf16 accumulator loses bits."""
+def ragged_sum(x_ptr, lens_ptr, out_ptr, STRIDE: tl.constexpr, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    """Per program a row of its own length, summed a block at a time in ACC: the trip counts
+    differ from program to program; a bf16 accumulator loses bits (past 512, adding values near 1
+    leaves it where it is), an fp32 one does not."""
     pid = tl.program_id(0)
     length = tl.load(lens_ptr + pid)
-    acc = tl.zeros((BLOCK,), tl.bfloat16)
+    acc = tl.zeros((BLOCK,), ACC)
     for start in range(0, length, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         v = tl.load(x_ptr + pid * STRIDE + offs, mask=offs < length, other=0.0)
-        acc += v.to(tl.bfloat16)
+        acc += v.to(ACC)
     tl.store(out_ptr + pid, tl.sum(acc.to(tl.float32), axis=0))
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PRECISION: tl.constexpr):
+    """One tile of a @ b, the dot at PRECISION ("tf32" is the GPU's default for fp32)."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b, input_precision=PRECISION)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)

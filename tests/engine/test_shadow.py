@@ -4,6 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import triton
+import triton.language as tl
 
 import kernel_nb
 from kernel_nb import numerics
@@ -153,7 +154,7 @@ def test_loops_whose_trip_counts_differ_keep_their_shadows():
     lens = np.array([512, 64, 300, 0, 129, 448], np.int32)
     out = np.zeros(rows, np.float32)
     with kernel_nb.interpret(shadow="fp64") as session:
-        k.ragged_sum[(rows,)](x, lens, out, STRIDE=stride, BLOCK=block)
+        k.ragged_sum[(rows,)](x, lens, out, STRIDE=stride, BLOCK=block, ACC=tl.bfloat16)
     launch = session.trace[0]
     reference = launch.reference("out_ptr")
     exact = np.array([x[r, : lens[r]].astype(np.float64).sum() for r in range(rows)])
@@ -233,3 +234,73 @@ def test_ulps_are_the_spacing_of_the_type():
     )
     half = np.array([1.0, 0.001, 60000.0])
     assert np.array_equal(numerics.ulp(half, "fp16"), np.spacing(half.astype(np.float16)).astype(np.float64))
+
+
+# -- findings ---------------------------------------------------------------------------------------
+
+
+def _precision_findings(launch):
+    return [f for f in launch.findings if f.kind == "precision_loss"]
+
+
+def _line_of(kernel, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(kernel.fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_a_cancellation_is_reported_with_the_dot_that_brings_its_error():
+    launch, _, _ = _gram()
+    found = _precision_findings(launch)
+    d_line, g_line = _line_of(k.gram_distances, "d = na"), _line_of(k.gram_distances, "g = tl.dot")
+    assert [f.line for f in found] == [d_line, g_line]
+    cancels, dot = found
+    assert "cancels" in cancels.message and f"`g` (line {g_line}, a tf32 dot) brings 100%" in cancels.message
+    assert "absolute error on values of" in cancels.message and cancels.arg == "out_ptr"
+    assert 'input_precision="ieee"' in cancels.message
+    assert "runs as tf32" in dot.message and 'input_precision="ieee"' in dot.message
+    assert all(f.severity == "warning" and f.elements is not None and f.elements.size for f in found)
+
+
+def test_the_centered_twin_has_no_precision_finding():
+    launch, _, _ = _gram(kernel=k.centered_distances)
+    assert _precision_findings(launch) == []
+
+
+@pytest.mark.parametrize("precision", ["tf32", "ieee"])
+def test_a_tf32_dot_that_dominates_an_output_is_reported_and_its_ieee_twin_is_not(precision):
+    rng = np.random.default_rng(5)
+    a = rng.uniform(0.5, 1.5, (32, 64)).astype(np.float32)
+    b = rng.uniform(0.5, 1.5, (64, 32)).astype(np.float32)
+    c = np.zeros((32, 32), np.float32)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.matmul[(1,)](a, b, c, M=32, N=32, K=64, PRECISION=precision)
+    found = _precision_findings(session.trace[0])
+    if precision == "ieee":
+        assert found == []
+        assert np.allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-6)
+    else:
+        assert len(found) == 1 and found[0].line == _line_of(k.matmul, "c = tl.dot")
+        assert "runs as tf32" in found[0].message and "it reaches `c_ptr`" in found[0].message
+
+
+@pytest.mark.parametrize("acc", [tl.bfloat16, tl.float32])
+def test_a_bf16_accumulation_that_loses_half_its_bits_is_reported_and_its_fp32_twin_is_not(acc):
+    rows, stride, block = 3, 9600, 16
+    x = np.random.default_rng(2).uniform(1.0, 1.01, (rows, stride)).astype(np.float32)
+    lens = np.array([9600, 8000, 3000], np.int32)
+    out = np.zeros(rows, np.float32)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.ragged_sum[(rows,)](x, lens, out, STRIDE=stride, BLOCK=block, ACC=acc)
+    found = _precision_findings(session.trace[0])
+    if acc == tl.float32:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].line == _line_of(k.ragged_sum, "acc += v")
+        assert "accumulates in bf16" in found[0].message and "more than half its bits" in found[0].message
+
+
+def test_no_detection_no_precision_findings():
+    launch, _, _ = _gram(detect=False)
+    assert _precision_findings(launch) == []

@@ -1,0 +1,324 @@
+"""Where a launch with an fp64 shadow loses precision that reaches its outputs.
+
+An output buffer whose stored values are off from the shadow's reference by more than
+`OUTPUT_ULPS` units in the last place has lost precision worth telling. From each statement whose
+values were stored there, the detector follows the error back to where it was made: a statement
+whose own arithmetic (given the values it read) makes most of its error is an origin; one whose
+error came in with its operands passes the search on to the operand that brought the most. Found
+on the way:
+
+- an origin: "line 37: `g = tl.dot(x, y)` runs as tf32 ... loses up to 13614 ulps by itself";
+- a cancellation: a statement whose values are far smaller than its operands', so that the
+  operands' absolute errors become a large relative one ("`d = na + nb - 2 * g` cancels");
+- an accumulation in bf16/fp16 across loop iterations that loses more than half of its type's
+  mantissa bits.
+
+Errors are read from the summaries every program keeps (the largest error per statement), so
+programs past the capture budget count as well.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernel_nb import numerics
+from kernel_nb.trace import COMPANION_KINDS, Finding, Launch, Statement
+
+OUTPUT_ULPS = 64.0  # an output off by more than this many ulps of its type has lost precision
+ORIGIN_SHARE = 0.5  # a statement whose own error is at least this share of its error made it
+CANCELS = 2.0**10  # operands this many times larger than the result: the result cancelled
+_DOT = re.compile(r"\bdot\s*\(")
+
+
+@dataclass
+class StoredOutput:
+    """What a launch's float stores left in one buffer, beside the shadow's reference.
+
+    Attributes:
+        dtype: the stored values' type (the pointer's element type).
+        values: per element, the real value last stored, in fp64 (NaN where nothing was).
+        stored: per element, whether a float store wrote it.
+        statements: the statements whose values were stored (as recorded, or cast to the buffer's
+            type on the way).
+    """
+
+    dtype: str
+    values: np.ndarray
+    stored: np.ndarray
+    statements: set[int] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """The worst element of an output: its buffer, its true size, and a phrase that tells it."""
+
+    output: str
+    true: float
+    text: str
+
+
+@dataclass
+class _Errors:
+    """One statement's values and errors over every program: the largest of each."""
+
+    dtype: str = ""
+    magnitude: float = 0.0  # the largest |value|
+    ulps: float = 0.0  # the largest error against the shadow
+    own: float = 0.0  # the largest error of its own arithmetic
+    loop: bool = False  # recorded inside a loop
+
+    def relative_own(self) -> float:
+        """The largest own error relative to the value, about."""
+        return self.own * numerics.epsilon(self.dtype) if self.dtype else 0.0
+
+    def absolute(self) -> float:
+        """The largest absolute error, bounded by the ulps at the largest magnitude."""
+        if not self.dtype:
+            return 0.0
+        return self.ulps * float(numerics.ulp(np.array(self.magnitude), self.dtype))
+
+
+def findings(
+    launch: Launch, outputs: dict[str, StoredOutput], operands: dict[int, tuple[str, ...]]
+) -> list[Finding]:
+    """The precision findings of a launch run with a shadow.
+
+    Args:
+        launch: the launch (its statements, records and references).
+        outputs: per buffer the launch stored floats into, what it stored.
+        operands: per statement id, the names its expression reads.
+    """
+    errors = _errors(launch)
+    accumulating = dict(_accumulations(launch, errors, operands))
+    found: list[Finding] = []
+    reported: set[int] = set()
+    imprecise = False
+    for name, output in outputs.items():
+        reference = launch.references.get(name)
+        if reference is None or not output.stored.any():
+            continue
+        with np.errstate(all="ignore"):
+            ulps = np.abs(output.values - reference) / numerics.ulp(reference, output.dtype)
+        ulps = np.where(output.stored & np.isfinite(ulps), ulps, 0.0)
+        worst = int(np.argmax(ulps))
+        if ulps[worst] <= OUTPUT_ULPS:
+            continue
+        imprecise = True
+        true = abs(float(reference[worst]))
+        reach = _Reach(
+            name,
+            true,
+            f"{abs(float(output.values[worst] - reference[worst])):.3g} absolute error on values of "
+            f"{true:.2g} ({ulps[worst]:.3g} ulps of {output.dtype}) in `{name}`",
+        )
+        # a value stored without a name of its own (`tl.store(p, tl.sum(x))`): the statements
+        # whose own arithmetic loses the most stand in for it
+        floor = OUTPUT_ULPS * numerics.epsilon(output.dtype)
+        stored = sorted(output.statements) or sorted(
+            stmt for stmt, e in errors.items() if e.relative_own() > floor
+        )
+        for stmt in stored:
+            for finding_stmt, finding in _trace_back(launch, errors, operands, stmt, reach):
+                if finding_stmt not in reported:
+                    reported.add(finding_stmt)
+                    # an accumulation that loses half its bits says so rather than what one step loses
+                    finding = accumulating.pop(finding_stmt, finding)
+                    finding.elements = np.flatnonzero(ulps > OUTPUT_ULPS)[:64]
+                    found.append(finding)
+    if imprecise:
+        found += [f for stmt, f in accumulating.items() if stmt not in reported]
+    return found
+
+
+def _errors(launch: Launch) -> dict[int, _Errors]:
+    """Per float statement with a shadow, its largest magnitude and errors over every program."""
+    statements = launch.statements
+    out: dict[int, _Errors] = {}
+    companion_of = {s.id: s for s in statements if s.of is not None}
+    for program in launch.programs.values():
+        for record in program.records:
+            summary = record.summary
+            companion = companion_of.get(record.stmt)
+            if companion is None:
+                e = out.setdefault(record.stmt, _Errors())
+                if not record.dtype.startswith(("fp", "bf")):
+                    continue
+                e.dtype = record.dtype
+                e.loop = e.loop or bool(record.iteration)
+                e.magnitude = float(np.nanmax([e.magnitude, abs(summary.min), abs(summary.max)]))
+            else:
+                e = out.setdefault(companion.of, _Errors())  # type: ignore[arg-type]
+                top = float(summary.max) if summary.size and np.isfinite(summary.max) else 0.0
+                if companion.kind == COMPANION_KINDS[1]:
+                    e.ulps = max(e.ulps, top)
+                elif companion.kind == COMPANION_KINDS[2]:
+                    e.own = max(e.own, top)
+    for stmt, aggregate in launch.aggregates.items():
+        companion = companion_of.get(stmt)
+        if companion is None or not np.isfinite(aggregate.max):
+            continue
+        e = out.setdefault(companion.of, _Errors())  # type: ignore[arg-type]
+        if companion.kind == COMPANION_KINDS[1]:
+            e.ulps = max(e.ulps, float(aggregate.max))
+        elif companion.kind == COMPANION_KINDS[2]:
+            e.own = max(e.own, float(aggregate.max))
+    return {stmt: e for stmt, e in out.items() if e.dtype}
+
+
+def _trace_back(
+    launch: Launch, errors: dict[int, _Errors], operands: dict[int, tuple[str, ...]], stmt: int, reach: _Reach
+) -> list[tuple[int, Finding]]:
+    """Follow the error of stored statement `stmt` back to where it was made."""
+    out: list[tuple[int, Finding]] = []
+    seen: set[int] = set()
+    current = stmt
+    while current in errors and current not in seen:
+        seen.add(current)
+        e = errors[current]
+        sources = _operand_statements(launch, operands, current)
+        shares = _shares(errors, sources)
+        if e.own >= ORIGIN_SHARE * e.ulps or not shares:
+            out.append((current, _origin(launch, current, e, reach, stored=current == stmt)))
+            break
+        top, share = max(shares.items(), key=lambda item: item[1])
+        operand_magnitude = max(errors[s].magnitude for s in sources if s in errors)
+        if current == stmt and operand_magnitude >= CANCELS * reach.true:
+            out.append((current, _cancellation(launch, current, top, share, reach)))
+        current = top
+    return out
+
+
+def _shares(errors: dict[int, _Errors], sources: list[int]) -> dict[int, float]:
+    """Each operand statement's share of the absolute error the operands bring."""
+    absolute = {s: errors[s].absolute() for s in sources if s in errors}
+    total = sum(absolute.values())
+    return {s: a / total for s, a in absolute.items()} if total > 0 else {}
+
+
+def _operand_statements(launch: Launch, operands: dict[int, tuple[str, ...]], stmt: int) -> list[int]:
+    """The statements that assigned the names statement `stmt` reads: for each name, the last
+    assignment above it in its function, else the last below it (a value a loop carries)."""
+    me = launch.statements[stmt]
+    out = []
+    for name in operands.get(stmt, ()):
+        candidates = [
+            s
+            for s in launch.statements
+            if s.name == name and s.function == me.function and s.of is None and s.id != stmt
+        ]
+        above = [s for s in candidates if s.line <= me.line]
+        chosen = max(above or candidates, key=lambda s: (s.line, s.id), default=None)
+        if chosen is not None:
+            out.append(chosen.id)
+    return out
+
+
+def _source(launch: Launch, statement: Statement) -> str:
+    source = launch.sources.get(statement.function)
+    if source is None:
+        return statement.name
+    lines = source.text.splitlines()
+    at = statement.line - source.first_line
+    return lines[at].strip() if 0 <= at < len(lines) else statement.name
+
+
+def _is_dot(text: str) -> bool:
+    try:
+        tree = ast.parse(text.rstrip(":"), mode="exec")
+    except SyntaxError:
+        return bool(_DOT.search(text))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "dot":
+                return True
+    return False
+
+
+def _finding(launch: Launch, stmt: int, message: str, output: str) -> Finding:
+    statement = launch.statements[stmt]
+    return Finding(
+        kind="precision_loss",
+        severity="warning",
+        message=message,
+        launch=launch.index,
+        file=statement.file,
+        line=statement.line,
+        arg=output,
+    )
+
+
+def _origin(launch: Launch, stmt: int, e: _Errors, reach: _Reach, *, stored: bool) -> Finding:
+    statement = launch.statements[stmt]
+    text = _source(launch, statement)
+    head = f"{launch.kernel}: line {statement.line}: `{text}`"
+    tail = f"; it reaches `{reach.output}`" + (f": {reach.text}" if stored else "")
+    if _is_dot(text) and e.dtype == "fp32":
+        return _finding(
+            launch,
+            stmt,
+            f"{head} runs as tf32 (the default for fp32 operands of tl.dot) and loses up to {e.own:.3g} "
+            f'ulps of fp32 by itself{tail}; pass input_precision="ieee" (or "tf32x3") to that dot',
+            reach.output,
+        )
+    return _finding(
+        launch,
+        stmt,
+        f"{head} loses up to {e.own:.3g} ulps of {e.dtype} (about {e.relative_own():.2g} relative) by "
+        f"its own arithmetic{tail}",
+        reach.output,
+    )
+
+
+def _cancellation(launch: Launch, stmt: int, top: int, share: float, reach: _Reach) -> Finding:
+    statement, source = launch.statements[stmt], launch.statements[top]
+    source_text = _source(launch, source)
+    dot = _is_dot(source_text)
+    what = f"`{source.name}` (line {source.line}" + (", a tf32 dot)" if dot else ")")
+    fix = (
+        'use input_precision="ieee" on that dot, or compute the differences first (center the values)'
+        if dot
+        else f"compute the differences first (center the values), or compute `{source.name}` more precisely"
+    )
+    return _finding(
+        launch,
+        stmt,
+        f"{launch.kernel}: line {statement.line}: `{_source(launch, statement)}` cancels: {reach.text}; "
+        f"{what} brings {share:.0%} of it: {fix}",
+        reach.output,
+    )
+
+
+def _accumulations(
+    launch: Launch, errors: dict[int, _Errors], operands: dict[int, tuple[str, ...]]
+) -> list[tuple[int, Finding]]:
+    """bf16/fp16 values a loop accumulates that lose more than half of their mantissa bits."""
+    out = []
+    for stmt, e in errors.items():
+        statement = launch.statements[stmt]
+        if e.dtype not in ("bf16", "fp16") or not e.loop:
+            continue
+        if statement.kind != "augassign" and statement.name not in operands.get(stmt, ()):
+            continue
+        half = 2.0 ** (-np.log2(numerics.epsilon(e.dtype)) / 2)
+        if e.ulps <= half:
+            continue
+        relative = e.ulps * numerics.epsilon(e.dtype)
+        out.append(
+            (
+                stmt,
+                _finding(
+                    launch,
+                    stmt,
+                    f"{launch.kernel}: line {statement.line}: `{_source(launch, statement)}` accumulates in "
+                    f"{e.dtype} across the loop and loses more than half its bits: up to {e.ulps:.3g} ulps "
+                    f"(about {relative:.2g} relative); accumulate in fp32 and convert once after the loop",
+                    "",
+                ),
+            )
+        )
+    return out
