@@ -48,7 +48,7 @@ class _Stats:
 def _compare_chunks(
     cpu: np.ndarray,
     gpu: np.ndarray,
-    floor: float,
+    floor: float | np.ndarray,
     rtol: float,
     other: tuple[np.ndarray, float, float] | None = None,
 ) -> _Stats:
@@ -57,8 +57,8 @@ def _compare_chunks(
     In chunks, so that every temporary is reused from chunk to chunk instead of page-faulted in
     fresh for the whole buffer. numpy lets go of the GIL inside each operation: a large buffer's
     chunks are split into a few contiguous spans compared on threads, whose verdicts add up in
-    order (the same verdicts as one pass). `other`: (which elements, floor, rtol) of a second rule
-    for some elements.
+    order (the same verdicts as one pass). `floor`: one for every element, or per element.
+    `other`: (which elements, floor, rtol) of a second rule for some elements.
     """
     starts = list(range(0, cpu.size, CHUNK))
     workers = min(_WORKERS, len(starts) // _CHUNKS_PER_WORKER)
@@ -66,7 +66,9 @@ def _compare_chunks(
     def span(group: list[int]) -> _Stats:
         stats = _Stats(len(ULP_EDGES))
         for lo in group:
-            chunk_floor: float | np.ndarray = floor
+            chunk_floor: float | np.ndarray = (
+                floor[lo : lo + CHUNK] if isinstance(floor, np.ndarray) else floor
+            )
             chunk_rtol: float | np.ndarray = rtol
             if other is not None and other[0][lo : lo + CHUNK].any():
                 which = other[0][lo : lo + CHUNK]
@@ -136,7 +138,9 @@ def _compare_chunk(
         index = np.flatnonzero(unequal)
         cpu_d, gpu_d, equal = cpu[index], gpu[index], cpu.size - count
         if isinstance(floor, np.ndarray):
-            floor, rtol = floor[index], np.asarray(rtol)[index]
+            floor = floor[index]
+        if isinstance(rtol, np.ndarray):
+            rtol = rtol[index]
         if floating:
             equal -= _nan_count(cpu) - _nan_count(cpu_d)  # equal NaNs have no distance
     if floating:
@@ -261,6 +265,7 @@ def compare_buffer(
     pid_of: Callable[[int], Pid] | None = None,
     owned: bool = False,
     relaxed: tuple[np.ndarray, Tolerance] | None = None,
+    floors: np.ndarray | None = None,
 ) -> BufferComparison | None:
     """Compare one buffer's span after the launch on each side.
 
@@ -280,6 +285,8 @@ def compare_buffer(
             comparison keeps them as they are instead of copies.
         relaxed: (which elements of the span, a tolerance) judged by that tolerance instead of
             `tolerance` (the elements a tf32 dot's stores wrote, say).
+        floors: per element of the span, the absolute tolerance in place of `tolerance`'s floor
+            (what an fp64 shadow says the kernel's arithmetic can promise there).
 
     Returns:
         The comparison, or None when neither side wrote the buffer.
@@ -297,7 +304,11 @@ def compare_buffer(
         return None
     dtype = cpu.dtype
     tolerance = tolerance or default_tolerance(dtype)
-    floor = tolerance.floor(cpu)
+    floor: float | np.ndarray = tolerance.floor(cpu)
+    if floors is not None:
+        floor = np.ascontiguousarray(floors, dtype=np.float64).reshape(-1)
+        if floor.size != cpu.size:
+            raise ValueError(f"{arg}: the per-element floors must cover the span")
     flat_cpu, flat_gpu = np.ascontiguousarray(cpu).reshape(-1), np.ascontiguousarray(gpu).reshape(-1)
     other = None
     relaxed_rule: tuple[Tolerance, int] | None = None
@@ -324,7 +335,9 @@ def compare_buffer(
         arg=arg,
         dtype=dtype.name,
         shape=tuple(shape),
-        tolerance=replace(tolerance, atol=floor, atol_of_max=0.0) if tolerance.atol_of_max else tolerance,
+        tolerance=replace(tolerance, atol=float(np.max(floor, initial=0.0)), atol_of_max=0.0)
+        if tolerance.atol_of_max or floors is not None
+        else tolerance,
         written_by="both" if cpu_wrote and gpu_changed else "cpu" if cpu_wrote else "gpu",
         size=int(cpu.size),
         mismatches=int(positions.size),

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kernel_nb import numerics
 from kernel_nb.compare import compare_buffer, dot_fed_stores, tolerance_for, uses_tf32_dots
 from kernel_nb.compare.tolerance import TF32
 from kernel_nb.gpu.arguments import Arguments
@@ -31,6 +32,9 @@ class Overrides(Protocol):
 
     @property
     def keep(self) -> Any: ...
+
+    @property
+    def tolerance(self) -> str: ...
 
 
 def compare_launch(
@@ -73,11 +77,18 @@ def compare_launch(
                 )
                 own = tolerance_for(leaf.dtype, rtol=options.rtol, atol=options.atol)
                 tolerance = replace(own, reason=f"{own.reason} (the elements other stores wrote)")
+        floors = None
+        if options.tolerance == "shadow" and launch.status == "ok":
+            floors = shadow_floors(launch.references.get(leaf.name), span[1])
+            if floors is not None:
+                relaxed = None
+                tolerance = Tolerance(rtol=0.0, atol=0.0, reason=SHADOW_REASON)
         compared = compare_buffer(
             leaf.name,
             *span,
             shape=leaf.shape,
             tolerance=tolerance,
+            floors=floors,
             # the interpreter's per-element bookkeeping is settled only if the values alone cannot say
             cpu_writes=_written(buffer_map, span[0].size),
             last_writer=_last_writer(buffer_map, span[0].size),
@@ -95,6 +106,32 @@ def compare_launch(
         tf32=tf32,
         kept=options.keep,
     )
+
+
+# With --tolerance shadow, the GPU may be this many times as far from the interpreter as the
+# interpreter is from the fp64 reference, and this many ulps of the buffer's type in any case: two
+# realisations of the same arithmetic (another summation order, an fma here and there) err by about
+# as much, in either direction.
+SHADOW_FACTOR = 4.0
+SHADOW_ULPS = 4.0
+SHADOW_REASON = (
+    f"fp64 shadow: per element, {SHADOW_FACTOR:g}x the interpreter's error against the fp64 reference "
+    f"(at least {SHADOW_ULPS:g} ulps)"
+)
+_TRITON_NAMES = {np.dtype(t).name: name for name, t in numerics.NUMPY_TYPES.items()}
+
+
+def shadow_floors(reference: np.ndarray | None, cpu: np.ndarray) -> np.ndarray | None:
+    """Per element of a float buffer's span, the absolute tolerance its fp64 `reference` gives
+    (None: the shadow stored nothing there, or the buffer holds no floats)."""
+    name = _TRITON_NAMES.get(np.dtype(cpu.dtype).name, "")
+    if reference is None or reference.size != cpu.size or not name.startswith(("fp", "bf")):
+        return None
+    values = np.asarray(cpu).astype(np.float64).reshape(-1)
+    with np.errstate(all="ignore"):
+        error = np.abs(values - reference.reshape(-1))
+    error = np.where(np.isfinite(error), error, 0.0)
+    return SHADOW_FACTOR * np.maximum(error, SHADOW_ULPS * numerics.ulp(reference.reshape(-1), name))
 
 
 def _scoped(dtype: Any, tf32: bool, fed: set[str] | None, name: str, options: Overrides) -> Tolerance:

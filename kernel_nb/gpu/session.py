@@ -37,6 +37,7 @@ from kernel_nb.trace import Comparison, Launch, Pid, as_pid
 
 Mode = Literal["gpu", "compare", "interpret"]
 Keep = Literal["gpu", "cpu"]
+ToleranceRule = Literal["dtype", "shadow"]
 
 # launcher(run, kernel, grid, args, kwargs, index) -> GpuLaunch; the default runs on the device.
 Launcher = Callable[[RunFunction, Any, Any, tuple[Any, ...], dict[str, Any], int], GpuLaunch]
@@ -53,6 +54,11 @@ class GpuOptions:
         device: the CUDA device (``--device``).
         keep: in "compare" mode, whose results the caller's arrays hold afterwards (``--keep``).
         rtol, atol: override the tolerance policy of `kernel_nb.compare` for every buffer.
+        tolerance: in "compare" mode, "dtype" (the default) judges each buffer by the policy of its
+            dtype; "shadow" runs the interpreter with an fp64 shadow (`Options.shadow`) and judges
+            each element the shadow stored by what the kernel's own arithmetic can promise there:
+            the GPU may be `SHADOW_FACTOR` times as far from the interpreter as the interpreter is
+            from the fp64 reference (and a few ulps in any case).
         target: in "interpret" mode, the target the IR is compiled for, e.g. "cuda:80"; None: the
             GPU's own when there is one, else cuda:90.
         sass: also disassemble the cubin (needs cuobjdump, which Triton ships).
@@ -79,6 +85,7 @@ class GpuOptions:
     keep: Keep = "gpu"
     rtol: float | None = None
     atol: float | None = None
+    tolerance: ToleranceRule = "dtype"
     target: str | None = None
     sass: bool = True
     divergence: bool | None = None
@@ -96,6 +103,8 @@ class GpuOptions:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 <= value < float("inf")):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.tolerance not in ("dtype", "shadow"):
+            raise ValueError(f"tolerance must be 'dtype' or 'shadow', got {self.tolerance!r}")
         if self.target is not None:
             parse_target(self.target)
 
@@ -121,8 +130,11 @@ class GpuSession(Session):
         launcher: Launcher | None = None,
         prober: Prober | None = None,
     ) -> None:
-        super().__init__(options or Options())
+        options = options or Options()
         self.gpu_options = gpu or GpuOptions()
+        if self.gpu_options.tolerance == "shadow" and options.shadow is None:
+            options = dataclasses.replace(options, shadow="fp64")  # the tolerances come from it
+        super().__init__(options)
         self.gpu = GpuTrace()
         self._launcher = launcher or self._device_launcher
         # a session with its own launcher has no device to probe on unless it brings a prober too
@@ -352,7 +364,8 @@ def compare(options: Options | None = None, **gpu: Any) -> GpuSession:
 
     Args:
         options: the interpreter's `Options`.
-        **gpu: fields of `GpuOptions`: `device`, `keep` ("gpu" or "cpu"), `rtol`, `atol`.
+        **gpu: fields of `GpuOptions`: `device`, `keep` ("gpu" or "cpu"), `tolerance` ("dtype" or
+            "shadow"), `rtol`, `atol`.
 
     Returns:
         The session; `session.trace[i].comparison` holds each launch's `kernel_nb.trace.Comparison`.

@@ -219,6 +219,15 @@ FLAGS: tuple[Flag, ...] = (
         modes=("compare",),
     ),
     Flag(
+        "--tolerance",
+        "gpu",
+        "tolerance",
+        "compare: dtype judges each buffer by its dtype's rule (the default); shadow runs an fp64 "
+        "shadow and judges each element by what the kernel's own arithmetic can promise there.",
+        {"choices": ("dtype", "shadow")},
+        modes=("compare",),
+    ),
+    Flag(
         "--rtol",
         "gpu",
         "rtol",

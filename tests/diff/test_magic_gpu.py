@@ -69,6 +69,17 @@ def test_compare_prints_a_verdict_shows_the_viewer_and_a_figure(ip, fake_gpu, ca
     )
 
 
+def test_compare_with_shadow_tolerance_runs_a_shadow_and_judges_by_it(ip, fake_gpu, capsys):
+    result = ip.run_cell(f"%%tkernel compare --tolerance shadow --quiet\n{ADD}")
+    assert result.error_in_exec is None
+    launch = ip.user_ns["_tk"][0]
+    (buffer,) = launch.comparison.buffers
+    assert launch.shadow == "fp64" and buffer.tolerance.reason.startswith("fp64 shadow")
+    # an addition of exact inputs: the shadow promises the result to a few ulps, so the GPU's
+    # element off by one is out of tolerance, and it alone
+    assert buffer.mismatches == 1 and list(buffer.positions) == [600]
+
+
 def test_gpu_mode_binds_the_gpu_launches(ip, fake_gpu):
     ip.run_cell(f"%%tkernel gpu --quiet --device 3\n{ADD}").raise_error()
     launches = ip.user_ns["_tk"]

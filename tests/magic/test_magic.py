@@ -354,6 +354,7 @@ def test_line_magic_sets_and_shows_the_defaults(ip, magics, capsys):
         "  --serial      off\n"
         "  --device      0\n"
         "  --keep        gpu\n"
+        "  --tolerance   dtype\n"
         "  --rtol        per dtype\n"
         "  --atol        per dtype\n"
         "  --exact-probe off\n"
