@@ -114,6 +114,9 @@ _PRECISION: dict[str, tuple[int, int]] = {
 }
 
 
+_NATIVE_SPACING = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16}
+
+
 def epsilon(type_name: str) -> float:
     """The machine epsilon of a float type by Triton's name ("fp32", "bf16", ...)."""
     return 2.0 ** -_PRECISION.get(type_name, _PRECISION["fp32"])[0]
@@ -121,7 +124,12 @@ def epsilon(type_name: str) -> float:
 
 def ulp(values: np.ndarray, type_name: str) -> np.ndarray:
     """The spacing of `type_name`'s values at each of `values` (any float array, read as fp64): the
-    unit in the last place, subnormal spacing below the smallest normal, 0 never."""
+    unit in the last place, subnormal spacing below the smallest normal (0 never; NaN at infinities
+    and NaN, and where a value lies beyond the type's range)."""
+    native = _NATIVE_SPACING.get(type_name)
+    if native is not None:  # one pass in C: the spacing at the value rounded to the type
+        with np.errstate(over="ignore"):
+            return np.abs(np.spacing(np.abs(np.asarray(values)).astype(native))).astype(np.float64)
     bits, lowest = _PRECISION.get(type_name, _PRECISION["fp32"])
     magnitude = np.abs(np.asarray(values, dtype=np.float64))
     _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)

@@ -19,19 +19,18 @@ programs past the capture budget count as well.
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kernel_nb import numerics
-from kernel_nb.trace import COMPANION_KINDS, Finding, Launch, Statement
+from kernel_nb.trace import Finding, Launch, Statement
 
-OUTPUT_ULPS = 64.0  # an output off by more than this many ulps of its type has lost precision
+# an output element off by more than this many ulps of its type, and by more than this many times
+# its type's epsilon times the largest value of the buffer, has lost precision worth telling
+OUTPUT_ULPS = 64.0
 ORIGIN_SHARE = 0.5  # a statement whose own error is at least this share of its error made it
-CANCELS = 2.0**10  # operands this many times larger than the result: the result cancelled
-_DOT = re.compile(r"\bdot\s*\(")
+CANCELS = 2.0**6  # operands this many times larger than the result: it cancelled (6 bits lost)
 
 
 @dataclass
@@ -62,14 +61,27 @@ class _Reach:
 
 
 @dataclass
-class _Errors:
-    """One statement's values and errors over every program: the largest of each."""
+class StatementErrors:
+    """One float statement's values and errors over every program and iteration: the largest of
+    each (kept as the launch runs: reading them back from the records would build every record)."""
 
     dtype: str = ""
     magnitude: float = 0.0  # the largest |value|
     ulps: float = 0.0  # the largest error against the shadow
     own: float = 0.0  # the largest error of its own arithmetic
     loop: bool = False  # recorded inside a loop
+    tf32: bool = False  # a tf32 dot (fp32 operands truncated) made part of its value
+
+    def add(
+        self, dtype: str, real: np.ndarray, ulps: np.ndarray, own: np.ndarray, *, loop: bool, tf32: bool
+    ) -> None:
+        """Fold in one record: its values, and its errors in ulps against the shadow and its own."""
+        self.dtype = dtype
+        self.loop = self.loop or loop
+        self.tf32 = self.tf32 or tf32
+        self.magnitude = max(self.magnitude, _finite_max(np.abs(real)))
+        self.ulps = max(self.ulps, _finite_max(ulps))
+        self.own = max(self.own, _finite_max(own))
 
     def relative_own(self) -> float:
         """The largest own error relative to the value, about."""
@@ -83,7 +95,10 @@ class _Errors:
 
 
 def findings(
-    launch: Launch, outputs: dict[str, StoredOutput], operands: dict[int, tuple[str, ...]]
+    launch: Launch,
+    outputs: dict[str, StoredOutput],
+    operands: dict[int, tuple[str, ...]],
+    errors: dict[int, StatementErrors],
 ) -> list[Finding]:
     """The precision findings of a launch run with a shadow.
 
@@ -91,8 +106,8 @@ def findings(
         launch: the launch (its statements, records and references).
         outputs: per buffer the launch stored floats into, what it stored.
         operands: per statement id, the names its expression reads.
+        errors: per float statement id, its largest values and errors.
     """
-    errors = _errors(launch)
     accumulating = dict(_accumulations(launch, errors, operands))
     found: list[Finding] = []
     reported: set[int] = set()
@@ -102,11 +117,18 @@ def findings(
         if reference is None or not output.stored.any():
             continue
         with np.errstate(all="ignore"):
-            ulps = np.abs(output.values - reference) / numerics.ulp(reference, output.dtype)
+            absolute = np.abs(output.values - reference)
+            ulps = absolute / numerics.ulp(reference, output.dtype)
         ulps = np.where(output.stored & np.isfinite(ulps), ulps, 0.0)
-        worst = int(np.argmax(ulps))
-        if ulps[worst] <= OUTPUT_ULPS:
+        # lost against the buffer's own scale: a value that is tiny among large ones (the mean of
+        # centred data) may be off by many of its own ulps and still be as exact as the data
+        stored_reference = np.abs(reference[output.stored])
+        scale = float(np.max(stored_reference, where=np.isfinite(stored_reference), initial=0.0))
+        against_scale = np.where(ulps > 0, absolute, 0.0) / (numerics.epsilon(output.dtype) * (scale or 1.0))
+        significant = (ulps > OUTPUT_ULPS) & (against_scale > OUTPUT_ULPS)
+        if not significant.any():
             continue
+        worst = int(np.argmax(np.where(significant, ulps, 0.0)))  # told by its relative error
         imprecise = True
         true = abs(float(reference[worst]))
         reach = _Reach(
@@ -127,50 +149,28 @@ def findings(
                     reported.add(finding_stmt)
                     # an accumulation that loses half its bits says so rather than what one step loses
                     finding = accumulating.pop(finding_stmt, finding)
-                    finding.elements = np.flatnonzero(ulps > OUTPUT_ULPS)[:64]
+                    finding.elements = np.flatnonzero(significant)[:64]
                     found.append(finding)
     if imprecise:
         found += [f for stmt, f in accumulating.items() if stmt not in reported]
     return found
 
 
-def _errors(launch: Launch) -> dict[int, _Errors]:
-    """Per float statement with a shadow, its largest magnitude and errors over every program."""
-    statements = launch.statements
-    out: dict[int, _Errors] = {}
-    companion_of = {s.id: s for s in statements if s.of is not None}
-    for program in launch.programs.values():
-        for record in program.records:
-            summary = record.summary
-            companion = companion_of.get(record.stmt)
-            if companion is None:
-                e = out.setdefault(record.stmt, _Errors())
-                if not record.dtype.startswith(("fp", "bf")):
-                    continue
-                e.dtype = record.dtype
-                e.loop = e.loop or bool(record.iteration)
-                e.magnitude = float(np.nanmax([e.magnitude, abs(summary.min), abs(summary.max)]))
-            else:
-                e = out.setdefault(companion.of, _Errors())  # type: ignore[arg-type]
-                top = float(summary.max) if summary.size and np.isfinite(summary.max) else 0.0
-                if companion.kind == COMPANION_KINDS[1]:
-                    e.ulps = max(e.ulps, top)
-                elif companion.kind == COMPANION_KINDS[2]:
-                    e.own = max(e.own, top)
-    for stmt, aggregate in launch.aggregates.items():
-        companion = companion_of.get(stmt)
-        if companion is None or not np.isfinite(aggregate.max):
-            continue
-        e = out.setdefault(companion.of, _Errors())  # type: ignore[arg-type]
-        if companion.kind == COMPANION_KINDS[1]:
-            e.ulps = max(e.ulps, float(aggregate.max))
-        elif companion.kind == COMPANION_KINDS[2]:
-            e.own = max(e.own, float(aggregate.max))
-    return {stmt: e for stmt, e in out.items() if e.dtype}
+def _finite_max(values: np.ndarray) -> float:
+    if not values.size:
+        return 0.0
+    top = float(values.max())
+    if np.isfinite(top):
+        return top
+    return float(np.max(values, where=np.isfinite(values), initial=0.0))
 
 
 def _trace_back(
-    launch: Launch, errors: dict[int, _Errors], operands: dict[int, tuple[str, ...]], stmt: int, reach: _Reach
+    launch: Launch,
+    errors: dict[int, StatementErrors],
+    operands: dict[int, tuple[str, ...]],
+    stmt: int,
+    reach: _Reach,
 ) -> list[tuple[int, Finding]]:
     """Follow the error of stored statement `stmt` back to where it was made."""
     out: list[tuple[int, Finding]] = []
@@ -187,12 +187,12 @@ def _trace_back(
         top, share = max(shares.items(), key=lambda item: item[1])
         operand_magnitude = max(errors[s].magnitude for s in sources if s in errors)
         if current == stmt and operand_magnitude >= CANCELS * reach.true:
-            out.append((current, _cancellation(launch, current, top, share, reach)))
+            out.append((current, _cancellation(launch, errors, current, top, share, reach)))
         current = top
     return out
 
 
-def _shares(errors: dict[int, _Errors], sources: list[int]) -> dict[int, float]:
+def _shares(errors: dict[int, StatementErrors], sources: list[int]) -> dict[int, float]:
     """Each operand statement's share of the absolute error the operands bring."""
     absolute = {s: errors[s].absolute() for s in sources if s in errors}
     total = sum(absolute.values())
@@ -226,19 +226,6 @@ def _source(launch: Launch, statement: Statement) -> str:
     return lines[at].strip() if 0 <= at < len(lines) else statement.name
 
 
-def _is_dot(text: str) -> bool:
-    try:
-        tree = ast.parse(text.rstrip(":"), mode="exec")
-    except SyntaxError:
-        return bool(_DOT.search(text))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "dot":
-                return True
-    return False
-
-
 def _finding(launch: Launch, stmt: int, message: str, output: str) -> Finding:
     statement = launch.statements[stmt]
     return Finding(
@@ -252,12 +239,12 @@ def _finding(launch: Launch, stmt: int, message: str, output: str) -> Finding:
     )
 
 
-def _origin(launch: Launch, stmt: int, e: _Errors, reach: _Reach, *, stored: bool) -> Finding:
+def _origin(launch: Launch, stmt: int, e: StatementErrors, reach: _Reach, *, stored: bool) -> Finding:
     statement = launch.statements[stmt]
     text = _source(launch, statement)
     head = f"{launch.kernel}: line {statement.line}: `{text}`"
     tail = f"; it reaches `{reach.output}`" + (f": {reach.text}" if stored else "")
-    if _is_dot(text) and e.dtype == "fp32":
+    if e.tf32:
         return _finding(
             launch,
             stmt,
@@ -274,10 +261,11 @@ def _origin(launch: Launch, stmt: int, e: _Errors, reach: _Reach, *, stored: boo
     )
 
 
-def _cancellation(launch: Launch, stmt: int, top: int, share: float, reach: _Reach) -> Finding:
+def _cancellation(
+    launch: Launch, errors: dict[int, StatementErrors], stmt: int, top: int, share: float, reach: _Reach
+) -> Finding:
     statement, source = launch.statements[stmt], launch.statements[top]
-    source_text = _source(launch, source)
-    dot = _is_dot(source_text)
+    dot = errors[top].tf32
     what = f"`{source.name}` (line {source.line}" + (", a tf32 dot)" if dot else ")")
     fix = (
         'use input_precision="ieee" on that dot, or compute the differences first (center the values)'
@@ -294,7 +282,7 @@ def _cancellation(launch: Launch, stmt: int, top: int, share: float, reach: _Rea
 
 
 def _accumulations(
-    launch: Launch, errors: dict[int, _Errors], operands: dict[int, tuple[str, ...]]
+    launch: Launch, errors: dict[int, StatementErrors], operands: dict[int, tuple[str, ...]]
 ) -> list[tuple[int, Finding]]:
     """bf16/fp16 values a loop accumulates that lose more than half of their mantissa bits."""
     out = []

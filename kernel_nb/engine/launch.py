@@ -110,7 +110,9 @@ class Engine:
                         launch.references = context.shadow.references
                         if self.options.detect:
                             operands = {i: s.operands for i, s in enumerate(context.recorder.statement_info)}
-                            launch.findings += precision.findings(launch, context.shadow.outputs, operands)
+                            launch.findings += precision.findings(
+                                launch, context.shadow.outputs, operands, context.shadow.errors
+                            )
                     context.dismantle()
             if self.options.detect:
                 launch.findings += detect_masked_fill(

@@ -73,7 +73,9 @@ class SerialRun:
         self.turns = Turns(self.locate, self.codes) if waits(self.fn) else None
         self.recorder, self.guard = self._parts()
         self.shadow = (
-            ShadowRun(self.addresses, lambda name: self.launch.snapshot[name])
+            ShadowRun(
+                self.addresses, lambda name: self.launch.snapshot[name], tf32=self.options.numerics == "gpu"
+            )
             if self.options.shadow and self.options.capture
             else None
         )

@@ -32,7 +32,7 @@ import numpy as np
 import triton.language as tl
 
 from kernel_nb import numerics
-from kernel_nb.checks.precision import StoredOutput
+from kernel_nb.checks.precision import StatementErrors, StoredOutput
 from kernel_nb.engine import libdevice, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.patches import patched_methods
@@ -41,6 +41,7 @@ from kernel_nb.trace import COMPANION_KINDS as COMPANIONS
 SHADOW = "_kernel_nb_shadow"
 LOCAL = "_kernel_nb_local"
 EPOCH = "_kernel_nb_epoch"
+REAL64 = "_kernel_nb_real64"  # (the data it was made from, the values in fp64)
 MADE_BY = "_kernel_nb_statement"  # the statement whose record a value was (kept through casts)
 __all__ = ["COMPANIONS", "ShadowRun"]
 
@@ -87,12 +88,19 @@ def floating(handle: Any) -> bool:
 
 
 def real64(handle: Any) -> np.ndarray:
-    """A float value's own values, in fp64."""
+    """A float value's own values, in fp64 (made once per value: a loaded tile is the shadow and
+    the local value of every operation that reads it)."""
+    data = handle.data
+    cached = getattr(handle, REAL64, None)
+    if cached is not None and cached[0] is data:
+        return cached[1]
     name = str(handle.dtype)
-    data = np.asarray(handle.data)
+    values = np.asarray(data)
     if numerics.is_bits_float(name):
-        data = numerics.decode(data, name)
-    return data.astype(np.float64)
+        values = numerics.decode(values, name)
+    values = values.astype(np.float64)
+    setattr(handle, REAL64, (data, values))
+    return values
 
 
 def shadow_of(handle: Any) -> np.ndarray:
@@ -155,18 +163,23 @@ class ShadowRun:
     """The shadow of one run of a launch's programs: the hooks that compute it, the statement
     epoch, and the reference copies of the buffers it stored into."""
 
-    def __init__(self, addresses: AddressMap, inputs: Callable[[str], np.ndarray]) -> None:
+    def __init__(self, addresses: AddressMap, inputs: Callable[[str], np.ndarray], *, tf32: bool) -> None:
         """
         Args:
             addresses: turns the stores' pointers into elements of the buffer arguments.
             inputs: a buffer argument's elements before the launch, by name.
+            tf32: the real run computes fp32 dots as tf32 where the kernel leaves the precision
+                to the default, as the GPU does (numerics="gpu").
         """
+        self.tf32 = tf32
         self.addresses = addresses
         self.inputs = inputs
         self.epoch = 0
         self.inside = False  # computing a shadow: the operations it runs are not followed again
         self.references: dict[str, np.ndarray] = {}
         self.outputs: dict[str, StoredOutput] = {}
+        self.errors: dict[int, StatementErrors] = {}
+        self._tf32_epoch = -1  # the last statement a tf32 dot was part of
         self.loop_active: Callable[[], np.ndarray | None] = lambda: None
 
     # -- records ----------------------------------------------------------------------------------
@@ -181,9 +194,22 @@ class ShadowRun:
                 real, shadow = real64(handle), shadow_of(handle)
                 local = local_of(handle, self.epoch)
                 type_name = str(handle.dtype)
+                ulps = _ulps(real, shadow, type_name)
+                own = ulps if local is shadow else _ulps(real, local, type_name)
                 recorder.record(first, _tensor64(value, shadow))
-                recorder.record(first + 1, _tensor_of(value, _ulps(real, shadow, type_name), tl.float32))
-                recorder.record(first + 2, _tensor_of(value, _ulps(real, local, type_name), tl.float32))
+                recorder.record(first + 1, _tensor_of(value, ulps, tl.float32))
+                recorder.record(first + 2, _tensor_of(value, own, tl.float32))
+                errors = self.errors.get(stmt)
+                if errors is None:
+                    errors = self.errors[stmt] = StatementErrors()
+                errors.add(
+                    type_name,
+                    real,
+                    ulps,
+                    own,
+                    loop=bool(recorder.iteration),
+                    tf32=self._tf32_epoch == self.epoch,
+                )
         finally:
             self.epoch += 1
 
@@ -241,8 +267,12 @@ class ShadowRun:
             epoch = self.epoch
             self.inside = True
             try:
-                shadow = original(*[self._operand(a, shadow_of) for a in args])
-                local = original(*[self._operand(a, lambda h: local_of(h, epoch)) for a in args])
+                shadows = [self._operand(a, shadow_of) for a in args]
+                locals_ = [self._operand(a, lambda h: local_of(h, epoch)) for a in args]
+                shadow = original(*shadows)
+                # operands whose local values are their shadows (loads, say) give the same result
+                same = all(s is lo or s.data is lo.data for s, lo in zip(shadows, locals_))
+                local = shadow if same else original(*locals_)
             finally:
                 self.inside = False
             for out, s, lo in zip(_handles(result), _handles(shadow), _handles(local)):
@@ -284,13 +314,19 @@ class ShadowRun:
             if self.inside or not floating(result) or not (floating(a) and floating(b)):
                 return result
             epoch = self.epoch
+            precision = rest[0] if rest else None
+            mode = "tf32" if precision is None else str(precision).split(".")[-1].lower()
+            if self.tf32 and mode == "tf32" and str(a.dtype) == "fp32" and str(b.dtype) == "fp32":
+                self._tf32_epoch = epoch  # as the GPU runs it (see ArithmeticHooks.dot)
 
             def exact(values: Callable[[Any], np.ndarray]) -> np.ndarray:
                 acc = values(d) if floating(d) else np.asarray(d.data, np.float64)
                 return np.matmul(values(a), values(b)) + acc
 
             with np.errstate(all="ignore"):
-                _attach(result, exact(shadow_of), exact(lambda h: local_of(h, epoch)), epoch)
+                shadow = exact(shadow_of)
+                same = all(shadow_of(h) is local_of(h, epoch) for h in (a, b, d) if floating(h))
+                _attach(result, shadow, shadow if same else exact(lambda h: local_of(h, epoch)), epoch)
             return result
 
         return hooked
@@ -372,10 +408,12 @@ class ShadowRun:
                 )
                 return original(moved if isinstance(input, tuple) else moved[0], *args, **kwargs)
 
+            floats = [t.handle for t in inputs if triton_compat.is_tensor(t) and floating(t.handle)]
             self.inside = True
             try:
                 shadow = rerun(shadow_of)
-                local = rerun(lambda h: local_of(h, epoch))
+                same = all(shadow_of(h) is local_of(h, epoch) for h in floats)
+                local = shadow if same else rerun(lambda h: local_of(h, epoch))
             finally:
                 self.inside = False
             results = result if isinstance(result, tuple) else (result,)
@@ -383,7 +421,8 @@ class ShadowRun:
             locals_ = local if isinstance(local, tuple) else (local,)
             for out, s, lo in zip(results, shadows, locals_):
                 if triton_compat.is_tensor(out) and floating(out.handle) and triton_compat.is_tensor(s):
-                    _attach(out.handle, real64(s.handle), real64(lo.handle), epoch)
+                    made = real64(s.handle)
+                    _attach(out.handle, made, made if s is lo else real64(lo.handle), epoch)
             return result
 
         return reduce
@@ -402,7 +441,9 @@ class ShadowRun:
             args = [values(h) if floating(h) else np.asarray(h.data) for h in handles]
             return libdevice.evaluate(wide, args, np.dtype(np.float64))
 
-        _attach(result, evaluate(shadow_of), evaluate(lambda h: local_of(h, epoch)), epoch)
+        shadow = evaluate(shadow_of)
+        same = all(shadow_of(h) is local_of(h, epoch) for h in handles if floating(h))
+        _attach(result, shadow, shadow if same else evaluate(lambda h: local_of(h, epoch)), epoch)
 
 
 def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:
