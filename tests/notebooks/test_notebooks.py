@@ -28,6 +28,7 @@ def test_every_notebook_is_tested():
         "04-flash-attention.ipynb",
         "05-gpu-compare.ipynb",
         "06-stride-bug.ipynb",
+        "07-precision.ipynb",
     ]
 
 
@@ -114,3 +115,24 @@ def test_stride_bug_opens_the_viewer_at_the_failure_and_ends_with_the_transpose(
     assert "y untouched: True" in text
     assert "offsets along row 0:    [32 33 34 35]" in text
     assert "y == x.T; findings: []" in text
+
+
+def test_precision_goes_from_match_to_the_statements_that_lose_it_and_the_fix(run_notebook):
+    cells = run(run_notebook, "07-precision.ipynb")
+    by_source = {cell.source.splitlines()[0]: cell for cell in cells}
+
+    if not has_nvidia_gpu():
+        assert text_of(cells[0]).startswith("skipped: no NVIDIA GPU on this machine")
+    wrong = text_of(by_source["near = np.arange(N)  # y[i] is a small step from x[i]"])
+    assert float(wrong.rsplit(": ", 1)[1]) > 1.0  # far more than the distances themselves
+    shadow = by_source["%%tkernel interpret --shadow"]
+    assert any(WIDGET in output.get("data", {}) for output in shadow.outputs)
+    findings = text_of(by_source["launch = _tk[0]"])
+    assert "line 12: `d = na[:, None] + nb[None, :] - 2 * g` cancels" in findings
+    assert "`g` (line 11, a tf32 dot) brings 100% of it" in findings
+    assert "line 11: `g = tl.dot(x, tl.trans(y))` runs as tf32" in findings
+    numbers = text_of(by_source['for name in ("na", "g", "d"):']).splitlines()
+    assert numbers[-1] == "fp64 reference against the true distances: 0.0e+00"
+    fixed = text_of(by_source["fixed = _tk[0]"]).splitlines()
+    assert fixed[0] == "findings: []"
+    assert float(fixed[1].rsplit(": ", 1)[1]) < 1e-6
