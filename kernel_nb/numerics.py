@@ -123,13 +123,16 @@ def epsilon(type_name: str) -> float:
 
 
 def ulp(values: np.ndarray, type_name: str) -> np.ndarray:
-    """The spacing of `type_name`'s values at each of `values` (any float array, read as fp64): the
-    unit in the last place, subnormal spacing below the smallest normal (0 never; NaN at infinities
-    and NaN, and where a value lies beyond the type's range)."""
+    """The spacing of `type_name`'s values at each of `values` (any float array): the unit in the
+    last place, subnormal spacing below the smallest normal (0 never; NaN at infinities and NaN,
+    and where a value lies beyond the type's range). In the type itself for fp16/fp32/fp64, else
+    in fp64."""
     native = _NATIVE_SPACING.get(type_name)
-    if native is not None:  # one pass in C: the spacing at the value rounded to the type
+    if native is not None:  # in C, in the type itself: the spacing at the value rounded to it
         with np.errstate(over="ignore"):
-            return np.abs(np.spacing(np.abs(np.asarray(values)).astype(native))).astype(np.float64)
+            rounded = np.asarray(values).astype(native)
+            np.abs(rounded, out=rounded)
+            return np.spacing(rounded, out=rounded)
     bits, lowest = _PRECISION.get(type_name, _PRECISION["fp32"])
     magnitude = np.abs(np.asarray(values, dtype=np.float64))
     _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)

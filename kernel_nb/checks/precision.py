@@ -117,25 +117,31 @@ def findings(
         if reference is None or not output.stored.any():
             continue
         with np.errstate(all="ignore"):
-            absolute = np.abs(output.values - reference)
-            ulps = absolute / numerics.ulp(reference, output.dtype)
-        ulps = np.where(output.stored & np.isfinite(ulps), ulps, 0.0)
-        # lost against the buffer's own scale: a value that is tiny among large ones (the mean of
-        # centred data) may be off by many of its own ulps and still be as exact as the data
+            absolute = np.subtract(output.values, reference)
+            np.abs(absolute, out=absolute)
+        absolute[~output.stored] = 0.0  # NaN there: nothing was stored
+        # lost against the buffer's own scale first: a value that is tiny among large ones (the
+        # mean of centred data) may be off by many of its own ulps and still be as exact as the data
         stored_reference = np.abs(reference[output.stored])
-        scale = float(np.max(stored_reference, where=np.isfinite(stored_reference), initial=0.0))
-        against_scale = np.where(ulps > 0, absolute, 0.0) / (numerics.epsilon(output.dtype) * (scale or 1.0))
-        significant = (ulps > OUTPUT_ULPS) & (against_scale > OUTPUT_ULPS)
-        if not significant.any():
+        scale = float(np.max(stored_reference, where=np.isfinite(stored_reference), initial=0.0)) or 1.0
+        candidates = np.flatnonzero(absolute > OUTPUT_ULPS * numerics.epsilon(output.dtype) * scale)
+        if not candidates.size:
             continue
-        worst = int(np.argmax(np.where(significant, ulps, 0.0)))  # told by its relative error
+        with np.errstate(all="ignore"):
+            ulps = absolute[candidates] / numerics.ulp(reference[candidates], output.dtype)
+        significant = candidates[np.isfinite(ulps) & (ulps > OUTPUT_ULPS)]
+        if not significant.size:
+            continue
+        ulps = np.where(np.isfinite(ulps), ulps, 0.0)
+        worst = int(candidates[np.argmax(ulps)])  # told by its relative error
+        worst_ulps = float(ulps.max())
         imprecise = True
         true = abs(float(reference[worst]))
         reach = _Reach(
             name,
             true,
             f"{abs(float(output.values[worst] - reference[worst])):.3g} absolute error on values of "
-            f"{true:.2g} ({ulps[worst]:.3g} ulps of {output.dtype}) in `{name}`",
+            f"{true:.2g} ({worst_ulps:.3g} ulps of {output.dtype}) in `{name}`",
         )
         # a value stored without a name of its own (`tl.store(p, tl.sum(x))`): the statements
         # whose own arithmetic loses the most stand in for it
@@ -149,7 +155,7 @@ def findings(
                     reported.add(finding_stmt)
                     # an accumulation that loses half its bits says so rather than what one step loses
                     finding = accumulating.pop(finding_stmt, finding)
-                    finding.elements = np.flatnonzero(significant)[:64]
+                    finding.elements = significant[:64]
                     found.append(finding)
     if imprecise:
         found += [f for stmt, f in accumulating.items() if stmt not in reported]

@@ -31,19 +31,29 @@ from typing import Any
 import numpy as np
 import triton.language as tl
 
-from kernel_nb import numerics
 from kernel_nb.checks.precision import StatementErrors, StoredOutput
 from kernel_nb.engine import libdevice, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.patches import patched_methods
+from kernel_nb.engine.shadow_reference import References
+from kernel_nb.engine.shadow_values import (
+    MADE_BY,
+    as64,
+    attach,
+    floating,
+    follow,
+    handles,
+    held_bytes,
+    local_of,
+    real64,
+    shadow_of,
+    tensor64,
+    tensor_of,
+    ulps_of,
+)
 from kernel_nb.trace import COMPANION_KINDS as COMPANIONS
 
-SHADOW = "_kernel_nb_shadow"
-LOCAL = "_kernel_nb_local"
-EPOCH = "_kernel_nb_epoch"
-REAL64 = "_kernel_nb_real64"  # (the data it was made from, the values in fp64)
-MADE_BY = "_kernel_nb_statement"  # the statement whose record a value was (kept through casts)
-__all__ = ["COMPANIONS", "ShadowRun"]
+__all__ = ["COMPANIONS", "ShadowRun", "follow", "held_bytes"]
 
 # methods whose results the shadow does not follow by running them on fp64 operands: memory
 # (stores are followed on their own), program ids and ranges, pointers, asserts and prints
@@ -81,84 +91,6 @@ _CASTS = (
 )
 
 
-def floating(handle: Any) -> bool:
-    """Whether an interpreter value holds floats (not pointers, not integers)."""
-    dtype = getattr(handle, "dtype", None)
-    return dtype is not None and not dtype.is_ptr() and dtype.is_floating()
-
-
-def real64(handle: Any) -> np.ndarray:
-    """A float value's own values, in fp64 (made once per value: a loaded tile is the shadow and
-    the local value of every operation that reads it)."""
-    data = handle.data
-    cached = getattr(handle, REAL64, None)
-    if cached is not None and cached[0] is data:
-        return cached[1]
-    name = str(handle.dtype)
-    values = np.asarray(data)
-    if numerics.is_bits_float(name):
-        values = numerics.decode(values, name)
-    values = values.astype(np.float64)
-    setattr(handle, REAL64, (data, values))
-    return values
-
-
-def shadow_of(handle: Any) -> np.ndarray:
-    """A float value's shadow (its own values upcast where it has none)."""
-    shadow = getattr(handle, SHADOW, None)
-    return real64(handle) if shadow is None else shadow
-
-
-def local_of(handle: Any, epoch: int) -> np.ndarray:
-    """A float value as the statement of `epoch` reads it: its local value if that statement made
-    it, else its own values upcast."""
-    if getattr(handle, EPOCH, None) == epoch:
-        local = getattr(handle, LOCAL, None)
-        if local is not None:
-            return local
-    return real64(handle)
-
-
-def _attach(handle: Any, shadow: np.ndarray, local: np.ndarray, epoch: int) -> None:
-    setattr(handle, SHADOW, shadow)
-    setattr(handle, LOCAL, local)
-    setattr(handle, EPOCH, epoch)
-
-
-def _as64(handle: Any, values: np.ndarray) -> Any:
-    return triton_compat.TensorHandle(values, tl.float64)
-
-
-def _tensor64(value: Any, values: np.ndarray) -> Any:
-    """A tensor like `value` (a float tensor) holding fp64 `values`."""
-    ty = value.type
-    if getattr(ty, "is_block", lambda: False)():
-        return tl.core.tensor(_as64(value.handle, values), tl.block_type(tl.float64, list(ty.shape)))
-    return tl.core.tensor(_as64(value.handle, values), tl.float64)
-
-
-def _tensor_of(value: Any, values: np.ndarray, dtype: Any) -> Any:
-    ty = value.type
-    handle = triton_compat.TensorHandle(values, dtype)
-    if getattr(ty, "is_block", lambda: False)():
-        return tl.core.tensor(handle, tl.block_type(dtype, list(ty.shape)))
-    return tl.core.tensor(handle, dtype)
-
-
-def _handles(result: Any) -> list[Any]:
-    if isinstance(result, (tuple, list)):
-        return [h for h in result if isinstance(h, triton_compat.TensorHandle)]
-    return [result] if isinstance(result, triton_compat.TensorHandle) else []
-
-
-def _ulps(real: np.ndarray, reference: np.ndarray, type_name: str) -> np.ndarray:
-    """|real - reference| in units in the last place of `type_name` at the reference (0 where they
-    are equal, infinities included; NaN where either is NaN or only one is infinite)."""
-    with np.errstate(all="ignore"):
-        error = np.abs(real - reference) / numerics.ulp(reference, type_name)
-        return np.where(real == reference, 0.0, error).astype(np.float32)
-
-
 class ShadowRun:
     """The shadow of one run of a launch's programs: the hooks that compute it, the statement
     epoch, and the reference copies of the buffers it stored into."""
@@ -172,15 +104,21 @@ class ShadowRun:
                 to the default, as the GPU does (numerics="gpu").
         """
         self.tf32 = tf32
-        self.addresses = addresses
-        self.inputs = inputs
         self.epoch = 0
         self.inside = False  # computing a shadow: the operations it runs are not followed again
-        self.references: dict[str, np.ndarray] = {}
-        self.outputs: dict[str, StoredOutput] = {}
+        self.stores = References(addresses, inputs)
         self.errors: dict[int, StatementErrors] = {}
         self._tf32_epoch = -1  # the last statement a tf32 dot was part of
-        self.loop_active: Callable[[], np.ndarray | None] = lambda: None
+
+    @property
+    def references(self) -> dict[str, np.ndarray]:
+        """Per buffer argument a float store wrote, its elements in fp64 as the shadow stored them."""
+        return self.stores.references
+
+    @property
+    def outputs(self) -> dict[str, StoredOutput]:
+        """Per buffer argument a float store wrote, what the real run stored."""
+        return self.stores.outputs
 
     # -- records ----------------------------------------------------------------------------------
 
@@ -194,11 +132,11 @@ class ShadowRun:
                 real, shadow = real64(handle), shadow_of(handle)
                 local = local_of(handle, self.epoch)
                 type_name = str(handle.dtype)
-                ulps = _ulps(real, shadow, type_name)
-                own = ulps if local is shadow else _ulps(real, local, type_name)
-                recorder.record(first, _tensor64(value, shadow))
-                recorder.record(first + 1, _tensor_of(value, ulps, tl.float32))
-                recorder.record(first + 2, _tensor_of(value, own, tl.float32))
+                ulps = ulps_of(real, shadow, type_name)
+                own = ulps if local is shadow else ulps_of(real, local, type_name)
+                recorder.record(first, tensor64(value, shadow))
+                recorder.record(first + 1, tensor_of(value, ulps, tl.float32))
+                recorder.record(first + 2, tensor_of(value, own, tl.float32))
                 errors = self.errors.get(stmt)
                 if errors is None:
                     errors = self.errors[stmt] = StatementErrors()
@@ -213,24 +151,27 @@ class ShadowRun:
         finally:
             self.epoch += 1
 
-    def reference(self, name: str) -> np.ndarray | None:
-        """Buffer `name`'s elements in fp64 as the shadow stored them (None: nothing stored)."""
-        return self.references.get(name)
-
     # -- hooks ------------------------------------------------------------------------------------
 
     @contextmanager
     def installed(
-        self, builder: Any, loop_active: Callable[[], np.ndarray | None] | None = None
+        self,
+        builder: Any,
+        loop_active: Callable[[], np.ndarray | None] | None = None,
+        tile_offsets: Callable[[Any], tuple[np.ndarray, np.ndarray, str] | None] | None = None,
     ) -> Iterator[None]:
         """The shadow's hooks in `builder` and in the language's reductions, for a while.
 
         Args:
             loop_active: per batch row, whether its program still runs the masked loop it is in
                 (None: every row runs; the serial strategy's single program always does).
+            tile_offsets: for a pointer block the batched strategy holds as a tile form, per row
+                the element offset of its first lane, the lanes' offsets from it and the argument
+                (None: the addresses it stands for are made and looked up).
         """
         if loop_active is not None:
-            self.loop_active = loop_active
+            self.stores.loop_active = loop_active
+        self.stores.tile_offsets = tile_offsets
         hooks: dict[str, Callable[..., Any]] = {}
         for name in dir(builder):
             if not name.startswith("create_") or (name in _NOT_FOLLOWED and name not in _STORES):
@@ -261,7 +202,7 @@ class ShadowRun:
             result = original(*args)
             if self.inside:
                 return result
-            outputs = [h for h in _handles(result) if floating(h)]
+            outputs = [h for h in handles(result) if floating(h)]
             if not outputs or not any(floating(a) for a in args if isinstance(a, triton_compat.TensorHandle)):
                 return result
             epoch = self.epoch
@@ -275,9 +216,9 @@ class ShadowRun:
                 local = shadow if same else original(*locals_)
             finally:
                 self.inside = False
-            for out, s, lo in zip(_handles(result), _handles(shadow), _handles(local)):
+            for out, s, lo in zip(handles(result), handles(shadow), handles(local)):
                 if floating(out):
-                    _attach(out, np.asarray(s.data), np.asarray(lo.data), epoch)
+                    attach(out, np.asarray(s.data), np.asarray(lo.data), epoch)
             return result
 
         return hooked
@@ -285,7 +226,7 @@ class ShadowRun:
     @staticmethod
     def _operand(arg: Any, values: Callable[[Any], np.ndarray]) -> Any:
         if isinstance(arg, triton_compat.TensorHandle) and floating(arg):
-            return _as64(arg, values(arg))
+            return as64(arg, values(arg))
         return arg
 
     def _cast_hook(self, original: Callable[..., Any], *, unsigned: bool) -> Callable[..., Any]:
@@ -294,7 +235,7 @@ class ShadowRun:
             if self.inside or not (isinstance(result, triton_compat.TensorHandle) and floating(result)):
                 return result
             if floating(src):
-                _attach(result, shadow_of(src), local_of(src, self.epoch), self.epoch)
+                attach(result, shadow_of(src), local_of(src, self.epoch), self.epoch)
                 made_by = getattr(src, MADE_BY, None)
                 if made_by is not None:  # a value cast to the pointer's element type as it is stored
                     setattr(result, MADE_BY, made_by)
@@ -303,7 +244,7 @@ class ShadowRun:
                 if unsigned and data.dtype.kind == "i":
                     data = data.view(data.dtype.str.replace("i", "u"))
                 exact = data.astype(np.float64)
-                _attach(result, exact, exact, self.epoch)
+                attach(result, exact, exact, self.epoch)
             return result
 
         return hooked
@@ -326,7 +267,7 @@ class ShadowRun:
             with np.errstate(all="ignore"):
                 shadow = exact(shadow_of)
                 same = all(shadow_of(h) is local_of(h, epoch) for h in (a, b, d) if floating(h))
-                _attach(result, shadow, shadow if same else exact(lambda h: local_of(h, epoch)), epoch)
+                attach(result, shadow, shadow if same else exact(lambda h: local_of(h, epoch)), epoch)
             return result
 
         return hooked
@@ -336,42 +277,10 @@ class ShadowRun:
             result = original(ptrs, value, *rest)
             if not self.inside and floating(value):
                 mask = rest[0] if rest and isinstance(rest[0], triton_compat.TensorHandle) else None
-                self._store_reference(ptrs, value, mask)
+                self.stores.store(ptrs, value, mask)
             return result
 
         return hooked
-
-    def _store_reference(self, ptrs: Any, value: Any, mask: Any) -> None:
-        addresses = np.asarray(ptrs.data)
-        if not addresses.size:
-            return
-        shadow = np.broadcast_to(shadow_of(value), addresses.shape)
-        stored = np.ones(addresses.shape, bool)
-        if mask is not None:
-            stored &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
-        active = self.loop_active()
-        if active is not None and addresses.ndim and active.size == addresses.shape[0]:
-            stored &= active.reshape((-1,) + (1,) * (addresses.ndim - 1))
-        if not stored.any():
-            return
-        offsets, name = self.addresses.offsets(addresses[stored])
-        if name is None:
-            return
-        reference = self.references.get(name)
-        if reference is None:
-            reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
-        inside = (offsets >= 0) & (offsets < reference.size)
-        reference[offsets[inside]] = shadow[stored][inside]
-        output = self.outputs.get(name)
-        if output is None:
-            output = self.outputs[name] = StoredOutput(
-                str(value.dtype), np.full(reference.size, np.nan), np.zeros(reference.size, bool), set()
-            )
-        output.values[offsets[inside]] = np.broadcast_to(real64(value), addresses.shape)[stored][inside]
-        output.stored[offsets[inside]] = True
-        made_by = getattr(value, MADE_BY, None)
-        if made_by is not None:
-            output.statements.add(made_by)
 
     # -- reductions, scans, libdevice ---------------------------------------------------------------
 
@@ -403,7 +312,7 @@ class ShadowRun:
 
             def rerun(values: Callable[[Any], np.ndarray]) -> Any:
                 moved = tuple(
-                    _tensor64(t, values(t.handle)) if triton_compat.is_tensor(t) and floating(t.handle) else t
+                    tensor64(t, values(t.handle)) if triton_compat.is_tensor(t) and floating(t.handle) else t
                     for t in inputs
                 )
                 return original(moved if isinstance(input, tuple) else moved[0], *args, **kwargs)
@@ -422,7 +331,7 @@ class ShadowRun:
             for out, s, lo in zip(results, shadows, locals_):
                 if triton_compat.is_tensor(out) and floating(out.handle) and triton_compat.is_tensor(s):
                     made = real64(s.handle)
-                    _attach(out.handle, made, made if s is lo else real64(lo.handle), epoch)
+                    attach(out.handle, made, made if s is lo else real64(lo.handle), epoch)
             return result
 
         return reduce
@@ -443,16 +352,4 @@ class ShadowRun:
 
         shadow = evaluate(shadow_of)
         same = all(shadow_of(h) is local_of(h, epoch) for h in handles if floating(h))
-        _attach(result, shadow, shadow if same else evaluate(lambda h: local_of(h, epoch)), epoch)
-
-
-def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:
-    """Where the batched strategy made `result` from rows of `sources` with `rows` (a masked
-    loop narrowing its values to the programs still running, or merging them back), the same rows
-    of their shadows."""
-    if not floating(result) or all(getattr(h, SHADOW, None) is None for h in sources):
-        return
-    epoch = max(getattr(h, EPOCH, -1) for h in sources)
-    shadow = rows(*[_as64(h, shadow_of(h)) for h in sources])
-    local = rows(*[_as64(h, local_of(h, epoch)) for h in sources])
-    _attach(result, np.asarray(shadow.data), np.asarray(local.data), epoch)
+        attach(result, shadow, shadow if same else evaluate(lambda h: local_of(h, epoch)), epoch)

@@ -4,10 +4,12 @@ all."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from kernel_nb.engine.addresses import AddressMap
-from kernel_nb.engine.batched.tiles import Affine
+from kernel_nb.engine.batched.tiles import AFFINE, Affine, AffinePointers
 
 
 def tile_offsets(
@@ -31,6 +33,15 @@ def tile_offsets(
     if (affine.lanes % size).any() or ((base - arg.ptr) % size).any():
         return None  # not whole elements: row_offsets floors each lane
     return (base - arg.ptr) // size, affine.lanes // size, arg.name
+
+
+def pointer_tile(addresses: AddressMap, handle: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """`tile_offsets` of a pointer block held as its Affine form (None: it is not, or not into one
+    argument)."""
+    affine = getattr(handle, AFFINE, None)
+    if not isinstance(handle, AffinePointers) or not affine or not handle._shape:
+        return None
+    return tile_offsets(addresses, affine, handle._shape[0])
 
 
 def row_offsets(

@@ -16,7 +16,7 @@ import numpy as np
 
 from kernel_nb import numerics
 from kernel_nb.checks import Observations, Site, nonfinite
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import shadow, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
@@ -180,7 +180,8 @@ class BatchRecorder(MaskedLoops, Recorder):
                 return  # a scalar, or a value the programs share
             if data.shape[0] == 1 and len(self.batch) > 1:
                 return  # one row for every program of the batch: shared, not per program
-            per_program = data.nbytes // data.shape[0]
+            # with a shadow, the fp64 arrays it keeps on the value live as long as the value
+            per_program = (data.nbytes + shadow.held_bytes(handle)) // data.shape[0]
         if per_program <= self._value_bytes.get(stmt, 0):
             return
         self._value_bytes[stmt] = per_program
@@ -196,7 +197,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         return max(1, min(most, self.options.working_set_bytes // per_program))
 
     def record(self, stmt: int, value: Any) -> None:
-        self._measure(stmt, value)
+        if self.statement_info[stmt].kind not in COMPANIONS:  # a companion's value dies at once
+            self._measure(stmt, value)
         tile = self._pointer_tile(value)
         if tile is not None:
             self._record_tile(stmt, value, *tile)

@@ -34,6 +34,7 @@ from kernel_nb.engine.batched.builder import BatchedBuilder, BatchUnsupported, D
 from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply, same_memory
 from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.language import batched_language, batched_value
+from kernel_nb.engine.batched.offsets import pointer_tile
 from kernel_nb.engine.batched.recorder import BatchRecorder, Oversized
 from kernel_nb.engine.order import batches
 from kernel_nb.engine.patches import interpreter_scope
@@ -190,7 +191,9 @@ class BatchedRun(SerialRun):
                 triton_compat.builder_as(stock, BatchedBuilder, **attributes) as builder,
                 self.guard.installed(builder),
                 self.arith.installed(builder, observations=observing),
-                self.shadow.installed(builder, lambda: self.loop_mask.active)
+                self.shadow.installed(
+                    builder, lambda: self.loop_mask.active, lambda ptrs: pointer_tile(self.addresses, ptrs)
+                )
                 if self.shadow is not None
                 else nullcontext(),
             ):

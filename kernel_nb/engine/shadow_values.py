@@ -1,0 +1,124 @@
+"""What the fp64 shadow keeps on each interpreter value (see engine/shadow.py): its shadow, its local
+value and the statement epoch that made them, as attributes of the value's handle, and the
+arithmetic on them that the run and the records share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import triton.language as tl
+
+from kernel_nb import numerics
+from kernel_nb.engine import triton_compat
+
+SHADOW = "_kernel_nb_shadow"
+LOCAL = "_kernel_nb_local"
+EPOCH = "_kernel_nb_epoch"
+REAL64 = "_kernel_nb_real64"  # (the data it was made from, the values in fp64)
+MADE_BY = "_kernel_nb_statement"  # the statement whose record a value was (kept through casts)
+
+
+def floating(handle: Any) -> bool:
+    """Whether an interpreter value holds floats (not pointers, not integers)."""
+    dtype = getattr(handle, "dtype", None)
+    return dtype is not None and not dtype.is_ptr() and dtype.is_floating()
+
+
+def real64(handle: Any) -> np.ndarray:
+    """A float value's own values, in fp64 (made once per value: a loaded tile is the shadow and
+    the local value of every operation that reads it)."""
+    data = handle.data
+    cached = getattr(handle, REAL64, None)
+    if cached is not None and cached[0] is data:
+        return cached[1]
+    name = str(handle.dtype)
+    values = np.asarray(data)
+    if numerics.is_bits_float(name):
+        values = numerics.decode(values, name)
+    values = values.astype(np.float64)
+    setattr(handle, REAL64, (data, values))
+    return values
+
+
+def shadow_of(handle: Any) -> np.ndarray:
+    """A float value's shadow (its own values upcast where it has none)."""
+    shadow = getattr(handle, SHADOW, None)
+    return real64(handle) if shadow is None else shadow
+
+
+def local_of(handle: Any, epoch: int) -> np.ndarray:
+    """A float value as the statement of `epoch` reads it: its local value if that statement made
+    it, else its own values upcast."""
+    if getattr(handle, EPOCH, None) == epoch:
+        local = getattr(handle, LOCAL, None)
+        if local is not None:
+            return local
+    return real64(handle)
+
+
+def held_bytes(handle: Any) -> int:
+    """Bytes of the fp64 arrays the shadow keeps on a value (0 without a shadow)."""
+    arrays = {
+        id(a): a for a in (getattr(handle, SHADOW, None), getattr(handle, LOCAL, None)) if a is not None
+    }
+    cached = getattr(handle, REAL64, None)
+    if cached is not None:
+        arrays[id(cached[1])] = cached[1]
+    return sum(a.nbytes for a in arrays.values())
+
+
+def attach(handle: Any, shadow: np.ndarray, local: np.ndarray, epoch: int) -> None:
+    setattr(handle, SHADOW, shadow)
+    setattr(handle, LOCAL, local)
+    setattr(handle, EPOCH, epoch)
+
+
+def as64(handle: Any, values: np.ndarray) -> Any:
+    return triton_compat.TensorHandle(values, tl.float64)
+
+
+def tensor64(value: Any, values: np.ndarray) -> Any:
+    """A tensor like `value` (a float tensor) holding fp64 `values`."""
+    ty = value.type
+    if getattr(ty, "is_block", lambda: False)():
+        return tl.core.tensor(as64(value.handle, values), tl.block_type(tl.float64, list(ty.shape)))
+    return tl.core.tensor(as64(value.handle, values), tl.float64)
+
+
+def tensor_of(value: Any, values: np.ndarray, dtype: Any) -> Any:
+    ty = value.type
+    handle = triton_compat.TensorHandle(values, dtype)
+    if getattr(ty, "is_block", lambda: False)():
+        return tl.core.tensor(handle, tl.block_type(dtype, list(ty.shape)))
+    return tl.core.tensor(handle, dtype)
+
+
+def handles(result: Any) -> list[Any]:
+    if isinstance(result, (tuple, list)):
+        return [h for h in result if isinstance(h, triton_compat.TensorHandle)]
+    return [result] if isinstance(result, triton_compat.TensorHandle) else []
+
+
+def ulps_of(real: np.ndarray, reference: np.ndarray, type_name: str) -> np.ndarray:
+    """|real - reference| in units in the last place of `type_name` at the reference (0 where they
+    are equal, infinities included; NaN where either is NaN or only one is infinite)."""
+    with np.errstate(all="ignore"):
+        error = np.subtract(real, reference)
+        np.abs(error, out=error)
+        np.divide(error, numerics.ulp(reference, type_name), out=error)
+        error[real == reference] = 0.0
+        return error.astype(np.float32)
+
+
+def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:
+    """Where the batched strategy made `result` from rows of `sources` with `rows` (a masked
+    loop narrowing its values to the programs still running, or merging them back), the same rows
+    of their shadows."""
+    if not floating(result) or all(getattr(h, SHADOW, None) is None for h in sources):
+        return
+    epoch = max(getattr(h, EPOCH, -1) for h in sources)
+    shadow = rows(*[as64(h, shadow_of(h)) for h in sources])
+    local = rows(*[as64(h, local_of(h, epoch)) for h in sources])
+    attach(result, np.asarray(shadow.data), np.asarray(local.data), epoch)
