@@ -79,9 +79,12 @@ class StatementErrors:
         self.dtype = dtype
         self.loop = self.loop or loop
         self.tf32 = self.tf32 or tf32
-        self.magnitude = max(self.magnitude, _finite_max(np.abs(real)))
-        self.ulps = max(self.ulps, _finite_max(ulps))
-        self.own = max(self.own, _finite_max(own))
+        self.magnitude = max(self.magnitude, _finite_max(real), -_finite_min(real))
+        if ulps.strides and not any(ulps.strides):
+            return  # one value for every element: the shadow's own values, exact
+        top = _finite_max(ulps)
+        self.ulps = max(self.ulps, top)
+        self.own = max(self.own, top if own is ulps else _finite_max(own))
 
     def relative_own(self) -> float:
         """The largest own error relative to the value, about."""
@@ -116,14 +119,16 @@ def findings(
         reference = launch.references.get(name)
         if reference is None or not output.stored.any():
             continue
+        every = bool(output.stored.all())
         with np.errstate(all="ignore"):
             absolute = np.subtract(output.values, reference)
             np.abs(absolute, out=absolute)
-        absolute[~output.stored] = 0.0  # NaN there: nothing was stored
+        if not every:
+            absolute[~output.stored] = 0.0  # NaN there: nothing was stored
         # lost against the buffer's own scale first: a value that is tiny among large ones (the
         # mean of centred data) may be off by many of its own ulps and still be as exact as the data
-        stored_reference = np.abs(reference[output.stored])
-        scale = float(np.max(stored_reference, where=np.isfinite(stored_reference), initial=0.0)) or 1.0
+        seen = reference if every else reference[output.stored]
+        scale = max(_finite_max(seen), -_finite_min(seen)) or 1.0
         candidates = np.flatnonzero(absolute > OUTPUT_ULPS * numerics.epsilon(output.dtype) * scale)
         if not candidates.size:
             continue
@@ -169,6 +174,15 @@ def _finite_max(values: np.ndarray) -> float:
     if np.isfinite(top):
         return top
     return float(np.max(values, where=np.isfinite(values), initial=0.0))
+
+
+def _finite_min(values: np.ndarray) -> float:
+    if not values.size:
+        return 0.0
+    low = float(values.min())
+    if np.isfinite(low):
+        return low
+    return float(np.min(values, where=np.isfinite(values), initial=0.0))
 
 
 def _trace_back(

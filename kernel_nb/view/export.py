@@ -4,10 +4,11 @@ The page runs the viewer's own ESM (js/viewer.js), unchanged, against a stand-in
 model (js/offline.js) that answers each request from a table of replies computed here with
 `dispatch.answer`, exactly as the live widget answers them. The table holds what a reader can ask
 for: each launch's buffer maps, comparisons and IR stages, and per program its summary, the value
-of every record and memory event (lanes and offsets) and its access maps. A byte budget bounds it:
-the selected program comes first, then each launch's programs in pid order until one no longer
-fits; requests outside the table get the viewer's error reply, saying to open the notebook in
-Jupyter. Other axes of a value of rank >= 3 are left out for the same reason.
+of every record (with, for a shadow run, its fp64 shadow and errors) and memory event (lanes and
+offsets) and its access maps. A byte budget bounds it: the selected program comes first, then each
+launch's programs in pid order until one no longer fits; requests outside the table get the
+viewer's error reply, saying to open the notebook in Jupyter. Other axes of a value of rank >= 3
+are left out for the same reason.
 """
 
 from __future__ import annotations
@@ -259,8 +260,9 @@ def _program_unit(trace: Trace, meta: p.LaunchMeta, pid: tuple[int, ...]) -> dic
     if program.reply["type"] != "program":
         return unit
     requests: list[dict[str, Any]] = [
-        {"type": "value", **where, "source": "record", "index": r["index"], "field": "values"}
+        {"type": "value", **where, "source": "record", "index": index, "field": "values"}
         for r in program.reply["records"]
+        for index in (r["index"], *r["companions"])
     ]
     requests += [
         {"type": "value", **where, "source": "event", "index": e["index"], "field": f}
@@ -288,10 +290,11 @@ def _opening(
         shaped = [r for r in records if r["shape"]] or records
         chosen = shaped[-1] if shaped else None
     if chosen is not None:
-        value_key = request_key(
-            {"type": "value", **where, "source": "record", "index": chosen["index"], "field": "values"}
-        )
-        kept[value_key] = unit[value_key]
+        for index in (chosen["index"], *chosen["companions"]):  # a shadow run's errors are drawn beside it
+            value_key = request_key(
+                {"type": "value", **where, "source": "record", "index": index, "field": "values"}
+            )
+            kept[value_key] = unit[value_key]
     return kept
 
 

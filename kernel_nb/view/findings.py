@@ -4,6 +4,7 @@ loop iteration; the viewer's metadata carries it, so a click needs no request (a
 from __future__ import annotations
 
 from kernel_nb.trace import LAUNCH_ERROR, Finding, Launch, Record, Trace
+from kernel_nb.view import precision
 from kernel_nb.view import protocol as p
 
 
@@ -30,12 +31,17 @@ def target_of(launch: Launch, finding: Finding) -> p.FindingTarget | None:
     pid = list(finding.pid)
     wanted = finding.iteration
     program = launch.programs.get(finding.pid)
-    # an aggregated program's records are not held (and replaying one costs a run): its line only
-    records: list[Record] = [] if program is None else list(program.records)
+    # an aggregated program's records are not held (and replaying one costs a run): its line only;
+    # a shadow run's companion records are shown with the record they follow, never on their own
+    records: list[Record] = (
+        [] if program is None else [r for r in program.records if not precision.is_companion(launch, r.stmt)]
+    )
     on_line = {
         s.id
         for s in launch.statements
-        if s.line == finding.line and (finding.file is None or s.file == finding.file)
+        if s.line == finding.line
+        and (finding.file is None or s.file == finding.file)
+        and not precision.is_companion(launch, s.id)
     }
     in_iteration = [r for r in records if wanted is None or r.iteration == wanted]
     chosen = [r for r in in_iteration if r.stmt in on_line]

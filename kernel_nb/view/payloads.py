@@ -13,6 +13,7 @@ import numpy as np
 
 from kernel_nb.trace import Launch, MemoryEvent, ProgramTrace, Record, Summary, Trace
 from kernel_nb.trace.coordinates import box_text, layout_of
+from kernel_nb.view import precision
 from kernel_nb.view import protocol as p
 
 # A program that loops a long time can hold many records; past this the list is cut (with a count).
@@ -59,6 +60,7 @@ def _launch_meta(launch: Launch) -> p.LaunchMeta:
         }
         for f in launch.findings[:MAX_FINDINGS]
     ]
+    worst = precision.statement_precision(launch)
     return {
         "index": launch.index,
         "kernel": launch.kernel,
@@ -66,6 +68,7 @@ def _launch_meta(launch: Launch) -> p.LaunchMeta:
         "num_programs": launch.num_programs,
         "status": launch.status,
         "error": launch.error,
+        "shadow": launch.shadow,
         "statements": [
             {
                 "id": s.id,
@@ -74,8 +77,10 @@ def _launch_meta(launch: Launch) -> p.LaunchMeta:
                 "name": s.name,
                 "function": s.function,
                 "kind": s.kind,
+                "precision": worst.get(s.id),
             }
             for s in launch.statements
+            if not precision.is_companion(launch, s.id)
         ],
         "sources": [
             {"function": s.function, "file": s.file, "first_line": s.first_line, "text": s.text}
@@ -107,7 +112,7 @@ def default_selection(trace: Trace) -> tuple[int, list[int], int, list[int]]:
         return 0, [0, 0, 0], -1, []
     launch = trace[0]
     pid = (0, 0, 0) if (0, 0, 0) in launch.programs else next(iter(launch.programs))
-    records = launch.programs[pid].records
+    records = [r for r in launch.programs[pid].records if not precision.is_companion(launch, r.stmt)]
     shaped = [r for r in records if r.shape] or records
     if not shaped:
         return 0, list(pid), -1, []
@@ -136,20 +141,31 @@ def program_reply(trace: Trace, request: p.ProgramRequest) -> p.ProgramReply:
     """Summaries of one program's records and events; reads no values, so it never replays."""
     launch = launch_at(trace, request["launch"])
     program = launch.programs[program_key(launch, request["pid"])]
-    records: list[p.RecordEntry] = [
-        {
-            "index": i,
-            "stmt": r.stmt,
-            "seq": r.seq,
-            "iteration": list(r.iteration),
-            "call_path": list(r.call_path),
-            "dtype": r.dtype,
-            "shape": list(r.shape),
-            "summary": summary_payload(r.summary),
-            "pointer_arg": r.pointer_arg,
-        }
-        for i, r in enumerate(program.records[:MAX_ENTRIES])
-    ]
+    owners = precision.companions_by_statement(launch)
+    companions = {c for ids in owners.values() for c in ids}
+    records: list[p.RecordEntry] = []
+    # without a shadow every record is listed: the first MAX_ENTRIES are all that is looked at
+    records_left_out = 0 if companions else max(0, len(program.records) - MAX_ENTRIES)
+    for i, r in enumerate(program.records if companions else program.records[:MAX_ENTRIES]):
+        if r.stmt in companions:  # listed with the record they follow
+            continue
+        if len(records) == MAX_ENTRIES:
+            records_left_out += 1
+            continue
+        records.append(
+            {
+                "index": i,
+                "stmt": r.stmt,
+                "seq": r.seq,
+                "iteration": list(r.iteration),
+                "call_path": list(r.call_path),
+                "dtype": r.dtype,
+                "shape": list(r.shape),
+                "summary": summary_payload(r.summary),
+                "pointer_arg": r.pointer_arg,
+                "companions": precision.companion_records(program.records, i, owners.get(r.stmt)),
+            }
+        )
     events: list[p.EventEntry] = [
         {
             "index": i,
@@ -166,7 +182,7 @@ def program_reply(trace: Trace, request: p.ProgramRequest) -> p.ProgramReply:
         }
         for i, e in enumerate(program.events[:MAX_ENTRIES])
     ]
-    left_out = max(0, len(program.records) - MAX_ENTRIES) + max(0, len(program.events) - MAX_ENTRIES)
+    left_out = records_left_out + max(0, len(program.events) - MAX_ENTRIES)
     return {
         "type": "program",
         "id": request["id"],
@@ -233,6 +249,8 @@ def value_reply(trace: Trace, request: p.ValueRequest) -> tuple[p.ValueReply, li
         label = f"{stmt.name} ({stmt.function}:{stmt.line})"
         if record.iteration:
             label += f" iteration {tuple(record.iteration)}"
+        if precision.is_companion(launch, record.stmt):
+            label += f": {precision.COMPANION_LABELS[stmt.kind]}"
         dtype, summary = record.dtype, record.summary
     else:
         event: MemoryEvent = program.events[index]

@@ -27,6 +27,19 @@ CMAP_STOPS = (
     "#addc30",
     "#fde725",
 )
+# Errors against the fp64 shadow, in ulps, on a log scale: dark where exact, bright where far off.
+ERROR_CMAP = "inferno"
+ERROR_STOPS = (
+    "#000004",
+    "#210c4a",
+    "#57106e",
+    "#8a226a",
+    "#bc3754",
+    "#e45a31",
+    "#f98e09",
+    "#f9cb35",
+    "#fcffa4",
+)
 NAN_COLOR = "#ff00ff"
 POSINF_COLOR = "#ff3b30"
 NEGINF_COLOR = "#1e90ff"
@@ -41,6 +54,7 @@ def palette() -> p.PaletteMeta:
         "posinf": POSINF_COLOR,
         "neginf": NEGINF_COLOR,
         "masked": MASKED_COLOR,
+        "errormap": list(ERROR_STOPS),
     }
 
 

@@ -27,13 +27,27 @@ class SummaryPayload(TypedDict):
     size: int
 
 
+class PrecisionMeta(TypedDict):
+    """A statement's values against the fp64 shadow, over every program (kernel_nb.view.precision)."""
+
+    dtype: str  # the real type whose ulps count the errors ("fp32", "bf16", ...)
+    ulps: float | None  # the largest error of its values, in ulps (None: no finite one)
+    own_ulps: float | None  # the largest error its own arithmetic made, given its operands
+    nonfinite: int  # error elements that are NaN or Inf (a NaN, or an infinity on one side only)
+    own_nonfinite: int
+
+
 class StatementMeta(TypedDict):
-    id: int
+    """A recorded statement. A shadow run's companion statements are not listed: the statement
+    they go with carries their worst errors (`precision`), its records their records' indices."""
+
+    id: int  # Statement.id: the statements listed are not indexed by it
     file: str
     line: int
     name: str
     function: str
     kind: str
+    precision: PrecisionMeta | None  # None: no shadow, or no float value recorded
 
 
 class SourceMeta(TypedDict):
@@ -181,6 +195,7 @@ class _LaunchRequired(TypedDict):
     num_programs: int
     status: str
     error: str | None
+    shadow: str | None  # "fp64" for a launch run with an fp64 shadow (Options.shadow)
     statements: list[StatementMeta]
     sources: list[SourceMeta]
     args: list[ArgMeta]
@@ -203,6 +218,7 @@ class PaletteMeta(TypedDict):
     posinf: str
     neginf: str
     masked: str
+    errormap: list[str]  # colormap stops of errors in ulps (drawn on a log scale)
 
 
 class _ViewerRequired(TypedDict):
@@ -287,6 +303,8 @@ class RecordEntry(TypedDict):
     shape: list[int]
     summary: SummaryPayload
     pointer_arg: str | None
+    # the indices of its shadow, error and own-error records (COMPANION_KINDS order); [] if none
+    companions: list[int]
 
 
 class EventEntry(TypedDict):
@@ -304,6 +322,8 @@ class EventEntry(TypedDict):
 
 
 class ProgramReply(TypedDict):
+    """A program's records (its shadow run's companion records are not listed: see RecordEntry)."""
+
     type: Literal["program"]
     id: int
     launch: int

@@ -10,7 +10,7 @@ import anywidget
 import traitlets
 
 from kernel_nb.trace import Launch, Trace
-from kernel_nb.view import dispatch, export, static
+from kernel_nb.view import dispatch, export, precision, static
 from kernel_nb.view.assets import asset
 from kernel_nb.view.state import Selection, viewer_meta
 
@@ -86,6 +86,7 @@ class TraceViewer(anywidget.AnyWidget):  # type: ignore[misc]
                     r
                     for r in current.programs[(self.pid[0], self.pid[1], self.pid[2])].records
                     if current.statements[r.stmt].name == name
+                    and not precision.is_companion(current, r.stmt)
                     and (iteration is None or r.iteration == tuple(iteration))
                 ]
                 if not records:
