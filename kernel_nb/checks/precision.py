@@ -19,6 +19,7 @@ programs past the capture budget count as well.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,14 +40,12 @@ class StoredOutput:
 
     Attributes:
         dtype: the stored values' type (the pointer's element type).
-        values: per element, the real value last stored, in fp64 (NaN where nothing was).
         stored: per element, whether a float store wrote it.
         statements: the statements whose values were stored (as recorded, or cast to the buffer's
             type on the way).
     """
 
     dtype: str
-    values: np.ndarray
     stored: np.ndarray
     statements: set[int] = field(default_factory=set)
 
@@ -102,6 +101,7 @@ def findings(
     outputs: dict[str, StoredOutput],
     operands: dict[int, tuple[str, ...]],
     errors: dict[int, StatementErrors],
+    results: Callable[[str], np.ndarray],
 ) -> list[Finding]:
     """The precision findings of a launch run with a shadow.
 
@@ -110,6 +110,7 @@ def findings(
         outputs: per buffer the launch stored floats into, what it stored.
         operands: per statement id, the names its expression reads.
         errors: per float statement id, its largest values and errors.
+        results: a buffer argument's elements after the launch, by name.
     """
     accumulating = dict(_accumulations(launch, errors, operands))
     found: list[Finding] = []
@@ -120,8 +121,11 @@ def findings(
         if reference is None or not output.stored.any():
             continue
         every = bool(output.stored.all())
+        values = np.asarray(results(name)).reshape(-1)
+        if values.size != reference.size:
+            continue
         with np.errstate(all="ignore"):
-            absolute = np.subtract(output.values, reference)
+            absolute = np.subtract(values, reference, dtype=np.float64)
             np.abs(absolute, out=absolute)
         if not every:
             absolute[~output.stored] = 0.0  # NaN there: nothing was stored
@@ -145,7 +149,7 @@ def findings(
         reach = _Reach(
             name,
             true,
-            f"{abs(float(output.values[worst] - reference[worst])):.3g} absolute error on values of "
+            f"{abs(float(absolute[worst])):.3g} absolute error on values of "
             f"{true:.2g} ({worst_ulps:.3g} ulps of {output.dtype}) in `{name}`",
         )
         # a value stored without a name of its own (`tl.store(p, tl.sum(x))`): the statements

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from kernel_nb.checks import precision
 from kernel_nb.engine import failure, triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
@@ -111,7 +113,11 @@ class Engine:
                         if self.options.detect:
                             operands = {i: s.operands for i, s in enumerate(context.recorder.statement_info)}
                             launch.findings += precision.findings(
-                                launch, context.shadow.outputs, operands, context.shadow.errors
+                                launch,
+                                context.shadow.outputs,
+                                operands,
+                                context.shadow.errors,
+                                lambda name: _results(bound, name),
                             )
                     context.dismantle()
             if self.options.detect:
@@ -327,6 +333,12 @@ def _check_pids(options: Options, grid: Pid) -> None:
 def _program_order(grid: Pid, options: Options) -> ProgramOrder:
     """The launch's programs in the order the options ask for, made one at a time as they run."""
     return ProgramOrder(grid, options.order, options.seed)
+
+
+def _results(bound: BoundArguments, name: str) -> np.ndarray:
+    """Buffer argument `name`'s elements as the launch left them, before they are written back."""
+    arg = next(a for a in bound.buffers if a.name == name)
+    return arg.memory.current()[arg.span_lo : arg.span_hi].view(arg.dtype)
 
 
 def _typed_snapshot(bound: BoundArguments, snapshot: InputSnapshot) -> TypedSnapshot:

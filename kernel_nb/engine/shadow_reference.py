@@ -1,6 +1,7 @@
 """The fp64 shadow's copies of the buffers a launch stores into (see engine/shadow.py): each starts
-as the buffer's inputs upcast and takes the shadow of every float value stored, beside the real
-values stored, which the precision findings measure against it (`checks.precision`)."""
+as the buffer's inputs upcast and takes the shadow of every float value stored; which elements a
+float store wrote, and with which statement's value, go to the precision findings
+(`checks.precision`), which measure the launch's results against it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from kernel_nb.checks.precision import StoredOutput
 from kernel_nb.engine.addresses import AddressMap
-from kernel_nb.engine.shadow_values import MADE_BY, real64, shadow_of
+from kernel_nb.engine.shadow_values import MADE_BY, shadow_of
 
 TileOffsets = Callable[[Any], "tuple[np.ndarray, np.ndarray, str] | None"]
 
@@ -36,12 +37,12 @@ class References:
 
     def store(self, ptrs: Any, value: Any, mask: Any) -> None:
         """A float store of `value` through `ptrs` (lanes where `mask`, None: all) happened."""
-        shadow, real = shadow_of(value), real64(value)
-        tile = self.tile_offsets(ptrs) if self.tile_offsets is not None and real.ndim else None
+        shadow = shadow_of(value)
+        tile = self.tile_offsets(ptrs) if self.tile_offsets is not None and shadow.ndim else None
         offsets: np.ndarray | None = None
         if tile is not None:
             shift, lanes, name = tile
-            shape: tuple[int, ...] = (shift.size, *real.shape[1:])
+            shape: tuple[int, ...] = (shift.size, *shadow.shape[1:])
             if int(np.prod(shape[1:])) != lanes.size:
                 tile = None
         if tile is None:
@@ -53,13 +54,16 @@ class References:
             name = found
         if not int(np.prod(shape)):
             return
-        stored: np.ndarray | None = None  # None: every lane
-        if mask is not None:
-            lanes_on = np.asarray(mask.data, bool)
-            if not lanes_on.all():
-                stored = np.broadcast_to(lanes_on, shape)
+        lanes_on: np.ndarray | None = None if mask is None else np.asarray(mask.data, bool)
+        if lanes_on is not None and lanes_on.all():
+            lanes_on = None
         active = self.loop_active()
-        if active is not None and len(shape) and active.size == shape[0] and not active.all():
+        if active is not None and (not len(shape) or active.size != shape[0] or active.all()):
+            active = None
+        stored: np.ndarray | None = None  # None: every lane
+        if lanes_on is not None:
+            stored = np.broadcast_to(lanes_on, shape)
+        if active is not None:
             rows = np.broadcast_to(active.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
             stored = rows if stored is None else stored & rows
         if stored is not None and not stored.any():
@@ -70,34 +74,45 @@ class References:
         output = self.outputs.get(name)
         if output is None:
             output = self.outputs[name] = StoredOutput(
-                str(value.dtype), np.full(reference.size, np.nan), np.zeros(reference.size, bool), set()
+                str(value.dtype), np.zeros(reference.size, bool), set()
             )
+        values = np.broadcast_to(shadow, shape)
         span = _contiguous(shift, lanes) if tile is not None and stored is None else None
         if span is not None and span[0] >= 0 and span[1] <= reference.size:
             # one run of elements (a block per program, the programs side by side): no index array
             lo, hi = span
-            reference[lo:hi] = np.broadcast_to(shadow, shape).reshape(-1)
-            output.values[lo:hi] = np.broadcast_to(real, shape).reshape(-1)
+            reference[lo:hi] = values.reshape(-1)
             output.stored[lo:hi] = True
+        elif tile is not None and active is None and lanes_on is not None and lanes_on.shape[0] == 1:
+            # every program stores the same lanes of its block (cols < n): those lanes' columns
+            chosen = np.flatnonzero(lanes_on.reshape(-1))
+            rows = values.reshape(shape[0], -1)
+            if chosen[-1] == chosen.size - 1:  # a leading run of lanes: a view, no gather
+                self._put(
+                    reference, output, np.add.outer(shift, lanes[: chosen.size]), rows[:, : chosen.size]
+                )
+            else:
+                self._put(reference, output, np.add.outer(shift, lanes[chosen]), rows[:, chosen])
         else:
             if offsets is None:
                 offsets = np.add.outer(shift, lanes).reshape(shape)
-            every = stored is None
-            at = offsets.reshape(-1) if every else offsets[stored]
-            inside = (at >= 0) & (at < reference.size)
-            at = at[inside]
-            reference[at] = (
-                np.broadcast_to(shadow, shape).reshape(-1)
-                if every
-                else np.broadcast_to(shadow, shape)[stored]
-            )[inside]
-            output.values[at] = (
-                np.broadcast_to(real, shape).reshape(-1) if every else np.broadcast_to(real, shape)[stored]
-            )[inside]
-            output.stored[at] = True
+            if stored is None:
+                self._put(reference, output, offsets, values)
+            else:
+                self._put(reference, output, offsets[stored], values[stored])
         made_by = getattr(value, MADE_BY, None)
         if made_by is not None:
             output.statements.add(made_by)
+
+    @staticmethod
+    def _put(reference: np.ndarray, output: StoredOutput, at: np.ndarray, values: np.ndarray) -> None:
+        """Elements `at` of the buffer (lanes outside it left out) take `values`."""
+        at, values = at.reshape(-1), values.reshape(-1)
+        if at.size and (int(at.min()) < 0 or int(at.max()) >= reference.size):
+            inside = (at >= 0) & (at < reference.size)
+            at, values = at[inside], values[inside]
+        reference[at] = values
+        output.stored[at] = True
 
 
 def _contiguous(shift: np.ndarray, lanes: np.ndarray) -> tuple[int, int] | None:
