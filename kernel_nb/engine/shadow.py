@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import triton.language as tl
 
+from kernel_nb import numerics
 from kernel_nb.checks.precision import StatementErrors, StoredOutput
 from kernel_nb.engine import libdevice, triton_compat
 from kernel_nb.engine.addresses import AddressMap
@@ -132,8 +133,11 @@ class ShadowRun:
                 real, shadow = real64(handle), shadow_of(handle)
                 local = local_of(handle, self.epoch)
                 type_name = str(handle.dtype)
-                ulps = ulps_of(real, shadow, type_name)
-                own = ulps if local is shadow else ulps_of(real, local, type_name)
+                spacing = numerics.ulp(
+                    handle.data if type_name in ("fp16", "fp32", "fp64") else real, type_name
+                )
+                ulps = ulps_of(real, shadow, type_name, spacing)
+                own = ulps if local is shadow else ulps_of(real, local, type_name, spacing)
                 recorder.record(first, tensor64(value, shadow))
                 recorder.record(first + 1, tensor_of(value, ulps, tl.float32))
                 recorder.record(first + 2, tensor_of(value, own, tl.float32))
@@ -260,14 +264,22 @@ class ShadowRun:
             if self.tf32 and mode == "tf32" and str(a.dtype) == "fp32" and str(b.dtype) == "fp32":
                 self._tf32_epoch = epoch  # as the GPU runs it (see ArithmeticHooks.dot)
 
-            def exact(values: Callable[[Any], np.ndarray]) -> np.ndarray:
-                acc = values(d) if floating(d) else np.asarray(d.data, np.float64)
-                return np.matmul(values(a), values(b)) + acc
+            def local(h: Any) -> np.ndarray:
+                return local_of(h, epoch)
+
+            def addend(values: Callable[[Any], np.ndarray]) -> np.ndarray:
+                return values(d) if floating(d) else np.asarray(d.data, np.float64)
 
             with np.errstate(all="ignore"):
-                shadow = exact(shadow_of)
-                same = all(shadow_of(h) is local_of(h, epoch) for h in (a, b, d) if floating(h))
-                attach(result, shadow, shadow if same else exact(lambda h: local_of(h, epoch)), epoch)
+                product = np.matmul(shadow_of(a), shadow_of(b))
+                shadow = product + addend(shadow_of)
+                if shadow_of(a) is not local(a) or shadow_of(b) is not local(b):
+                    product = np.matmul(local(a), local(b))
+                elif not floating(d) or shadow_of(d) is local(d):
+                    attach(result, shadow, shadow, epoch)
+                    return result
+                # the operands as loaded and the accumulator as it was: one product serves both
+                attach(result, shadow, product + addend(local), epoch)
             return result
 
         return hooked

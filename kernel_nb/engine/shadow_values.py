@@ -101,16 +101,17 @@ def handles(result: Any) -> list[Any]:
     return [result] if isinstance(result, triton_compat.TensorHandle) else []
 
 
-def ulps_of(real: np.ndarray, reference: np.ndarray, type_name: str) -> np.ndarray:
-    """|real - reference| in units in the last place of `type_name` at the reference (0 where they
-    are equal, infinities included; NaN where either is NaN or only one is infinite)."""
+def ulps_of(real: np.ndarray, reference: np.ndarray, type_name: str, spacing: np.ndarray) -> np.ndarray:
+    """|real - reference| in units in the last place of `type_name` at the real values (`spacing`,
+    `numerics.ulp` of them); 0 where they are equal, infinities included; NaN where either is NaN
+    or only one is infinite."""
     if real is reference:
         return np.broadcast_to(np.float32(0), np.shape(real))  # exact: one row for all
     with np.errstate(all="ignore"):
         error = np.subtract(real, reference)
         np.abs(error, out=error)
         small = error.astype(np.float32)  # ulps need no more digits than fp32 has
-        np.divide(small, numerics.ulp(reference, type_name), out=small, casting="unsafe")
+        np.divide(small, spacing, out=small, casting="unsafe")
     undefined = np.isnan(small)
     if undefined.any():  # an infinity the shadow has too is no error
         small[undefined & (real == reference)] = 0.0
