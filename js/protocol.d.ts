@@ -11,6 +11,14 @@ export interface SummaryPayload {
   size: number;
 }
 
+export interface PrecisionMeta {
+  dtype: string;
+  ulps: number | null;
+  own_ulps: number | null;
+  nonfinite: number;
+  own_nonfinite: number;
+}
+
 export interface StatementMeta {
   id: number;
   file: string;
@@ -18,6 +26,7 @@ export interface StatementMeta {
   name: string;
   function: string;
   kind: string;
+  precision: PrecisionMeta | null;
 }
 
 export interface SourceMeta {
@@ -160,6 +169,7 @@ export interface LaunchMeta {
   num_programs: number;
   status: string;
   error: string | null;
+  shadow: string | null;
   statements: StatementMeta[];
   sources: SourceMeta[];
   args: ArgMeta[];
@@ -177,6 +187,7 @@ export interface PaletteMeta {
   posinf: string;
   neginf: string;
   masked: string;
+  errormap: string[];
 }
 
 export interface ViewerMeta {
@@ -249,6 +260,7 @@ export interface RecordEntry {
   shape: number[];
   summary: SummaryPayload;
   pointer_arg: string | null;
+  companions: number[];
 }
 
 export interface EventEntry {

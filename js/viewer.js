@@ -381,6 +381,8 @@ class SourcePane {
    */
   constructor(launch, onStatement, onLine) {
     this.launch = launch;
+    /** @type {Map<number, Statement>} the statements listed are not indexed by id (a shadow run's companions are left out) */
+    this.byId = new Map(launch.statements.map((s) => [s.id, s]));
     this.el = h("div", { class: "knb-source" });
     this.stmtList = h("select", { class: "knb-stmts", "aria-label": "statement" }, [
       h("option", { value: -1, text: "— recorded statements —" }),
@@ -415,7 +417,7 @@ class SourcePane {
     const lineOf = (s) => (s ? this.lineEls.get(`${s.file}:${s.line}`) : undefined);
     for (const s of this.launch.statements) lineOf(s)?.classList.toggle("knb-has", recorded.has(s.id));
     this.lineEls.forEach((line) => line.classList.remove("knb-selected"));
-    const selected = lineOf(this.launch.statements[stmt]);
+    const selected = lineOf(this.byId.get(stmt));
     selected?.classList.add("knb-selected");
     if (selected) scrollWithin(selected);
     this.stmtList.value = String(stmt);
@@ -1178,7 +1180,7 @@ class Viewer {
     });
     if (this.target.source === "record") {
       if (!chosen) {
-        const s = launch.statements[stmt];
+        const s = panes.source.byId.get(stmt);
         panes.value.clear(stmt < 0 ? "Pick a line or a statement." : `${s?.name ?? "?"}: not recorded by this program.`);
         this.root.dataset.state = "ready";
         return;

@@ -77,10 +77,14 @@ def test_the_palette_the_viewer_gets_is_the_colormap_plot_draws_with(add_trace):
     cmap = matplotlib.colormaps[plot_module.CMAP]
     stops = len(plot_module.CMAP_STOPS)
     assert list(plot_module.CMAP_STOPS) == [to_hex(cmap(i / (stops - 1))) for i in range(stops)]
+    errors = matplotlib.colormaps[plot_module.ERROR_CMAP]
+    stops = len(plot_module.ERROR_STOPS)
+    assert list(plot_module.ERROR_STOPS) == [to_hex(errors(i / (stops - 1))) for i in range(stops)]
     assert TraceViewer(add_trace).meta["palette"] == {
         "colormap": list(plot_module.CMAP_STOPS),
         "nan": plot_module.NAN_COLOR,
         "posinf": plot_module.POSINF_COLOR,
         "neginf": plot_module.NEGINF_COLOR,
         "masked": plot_module.MASKED_COLOR,
+        "errormap": list(plot_module.ERROR_STOPS),
     }
