@@ -6,7 +6,8 @@ Triton's tests decide their skips and expected errors through
 `triton._internal_testing.is_interpreter()`, which reads TRITON_INTERPRET. Here TRITON_INTERPRET is
 unset, so `@triton.jit` makes plain JITFunctions (as in a user's notebook), and the plugin makes
 `is_interpreter()` answer True before the test modules import it; each test then runs inside
-`kernel_nb.interpret()` with its default options, as a user's cell under ``%%tkernel interpret`` does.
+`kernel_nb.interpret()` with its default options, as a user's cell under ``%%tkernel interpret`` does
+(``--kernel-nb-shadow``: with the fp64 shadow, which must leave every result as it is).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="run the bf16 cases the tests skip because Triton's interpreter lacks bf16",
     )
+    parser.addoption(
+        "--kernel-nb-shadow",
+        action="store_true",
+        help="interpret with the fp64 shadow (shadow='fp64'): the real results must stay the same",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,7 +63,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[Any]:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
     import kernel_nb
 
-    with _bf16_skips_lifted(item), kernel_nb.interpret():
+    shadow = "fp64" if item.config.getoption("--kernel-nb-shadow") else None
+    with _bf16_skips_lifted(item), kernel_nb.interpret(shadow=shadow):
         yield
 
 

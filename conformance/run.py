@@ -1,6 +1,6 @@
 """Triton's own language tests, run by stock TRITON_INTERPRET=1 and by kernel_nb in the same run.
 
-    python -m conformance.run [--tests ../shared/triton-tests] [--workers 2] [-k EXPR] [--bf16]
+    python -m conformance.run [--tests ../shared/triton-tests] [--workers 2] [-k EXPR] [--bf16] [--shadow]
 
 Both sides run `pytest -m interpreter --device cpu test/unit/language/` in the tests' folder, the
 way Triton's CI runs its interpreter tests; kernel_nb's side adds `-p conformance.plugin`, which
@@ -8,7 +8,8 @@ runs every test inside `kernel_nb.interpret()` with TRITON_INTERPRET unset. The 
 counts passed / failed / skipped per test family (a test function, over its parameters), and lists
 every case stock passes and kernel_nb does not. `--bf16` lifts the tests' "bfloat16 is not supported
 in the interpreter" skips on kernel_nb's side (conformance.plugin's --lift-bf16-skips) and reports
-those cases on their own. The exit status is 1 when kernel_nb fails a case stock passes.
+those cases on their own. `--shadow` runs kernel_nb's side with the fp64 shadow, which must pass
+every case the plain run does. The exit status is 1 when kernel_nb fails a case stock passes.
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers per side")
     parser.add_argument("-k", dest="select", help="pytest -k expression (both sides)")
     parser.add_argument("--bf16", action="store_true", help="also run kernel_nb with the bf16 skips lifted")
+    parser.add_argument(
+        "--shadow", action="store_true", help="run the kernel_nb side with the fp64 shadow (shadow='fp64')"
+    )
     args = parser.parse_args(argv)
     tests = Path(args.tests).resolve()
     if not (tests / "test" / "unit" / "language").is_dir():
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     base["PYTHONDONTWRITEBYTECODE"] = "1"  # the tests' folder may be read-only
     base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), base.get("PYTHONPATH")]))
     stock = outcomes(run_side("stock", tests, out, args.workers, extra, {**base, "TRITON_INTERPRET": "1"}))
-    plugin = ["-p", "conformance.plugin"]
+    plugin = ["-p", "conformance.plugin", *(["--kernel-nb-shadow"] if args.shadow else [])]
     ours = outcomes(run_side("kernel_nb", tests, out, args.workers, plugin + extra, base))
     lines = table(stock, ours, "family")
     regressions = sorted(c for c, o in stock.items() if o == "passed" and ours.get(c) != "passed")

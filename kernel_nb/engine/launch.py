@@ -109,6 +109,7 @@ class Engine:
                 if context is not None:
                     launch.kept_bytes = context.recorder.kept_bytes
                     if context.shadow is not None:
+                        context.shadow.settle(lambda name: _results(bound, name))
                         launch.references = context.shadow.references
                         if self.options.detect:
                             operands = {i: s.operands for i, s in enumerate(context.recorder.statement_info)}

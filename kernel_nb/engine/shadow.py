@@ -163,6 +163,7 @@ class ShadowRun:
         builder: Any,
         loop_active: Callable[[], np.ndarray | None] | None = None,
         tile_offsets: Callable[[Any], tuple[np.ndarray, np.ndarray, str] | None] | None = None,
+        rows: Callable[[], int] | None = None,
     ) -> Iterator[None]:
         """The shadow's hooks in `builder` and in the language's reductions, for a while.
 
@@ -172,19 +173,27 @@ class ShadowRun:
             tile_offsets: for a pointer block the batched strategy holds as a tile form, per row
                 the element offset of its first lane, the lanes' offsets from it and the argument
                 (None: the addresses it stands for are made and looked up).
+            rows: how many programs the rows of the batched strategy's values stand for.
         """
         if loop_active is not None:
             self.stores.loop_active = loop_active
         self.stores.tile_offsets = tile_offsets
+        if rows is not None:
+            self.stores.rows = rows
         hooks: dict[str, Callable[..., Any]] = {}
         for name in dir(builder):
-            if not name.startswith("create_") or (name in _NOT_FOLLOWED and name not in _STORES):
+            followed_memory = (*_STORES, triton_compat.ATOMIC_RMW_METHOD, triton_compat.ATOMIC_CAS_METHOD)
+            if not name.startswith("create_") or (name in _NOT_FOLLOWED and name not in followed_memory):
                 continue
             original = getattr(builder, name)
             if not callable(original):
                 continue
             if name in _STORES:
                 hooks[name] = self._store_hook(original)
+            elif name == triton_compat.ATOMIC_RMW_METHOD:
+                hooks[name] = self._atomic_hook(original)
+            elif name == triton_compat.ATOMIC_CAS_METHOD:
+                hooks[name] = self._cas_hook(original)
             elif name in _CASTS:
                 hooks[name] = self._cast_hook(original, unsigned=name == "create_ui_to_fp")
             elif name == triton_compat.DOT.name:
@@ -283,6 +292,32 @@ class ShadowRun:
             return result
 
         return hooked
+
+    def _atomic_hook(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def hooked(op: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+            result = original(op, ptrs, value, mask, *rest)
+            if self.inside:
+                return result
+            if floating(value):
+                self.stores.atomic(triton_compat.rmw_op_name(op), ptrs, value, mask)
+            else:  # tl.atomic_max/min of floats work on their bits: not followed
+                self.stores.unfollowed_write(ptrs, mask)
+            return result
+
+        return hooked
+
+    def _cas_hook(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def hooked(ptrs: Any, *rest: Any) -> Any:
+            result = original(ptrs, *rest)
+            if not self.inside:
+                self.stores.unfollowed_write(ptrs, None)
+            return result
+
+        return hooked
+
+    def settle(self, results: Callable[[str], np.ndarray]) -> None:
+        """At the launch's end (see References.settle)."""
+        self.stores.settle(results)
 
     def _store_hook(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def hooked(ptrs: Any, value: Any, *rest: Any) -> Any:

@@ -14,6 +14,10 @@ from kernel_nb.checks.precision import StoredOutput
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.shadow_values import MADE_BY, shadow_of
 
+_EXCHANGE = np.positive  # stands for "the new value replaces the old" (a plain write)
+# a float atomic's operation as a ufunc whose .at applies lanes on one element in turn
+_ATOMIC = {"add": np.add, "fadd": np.add, "max": np.fmax, "min": np.fmin, "xchg": _EXCHANGE}
+
 TileOffsets = Callable[[Any], "tuple[np.ndarray, np.ndarray, str] | None"]
 
 
@@ -34,6 +38,44 @@ class References:
         self.loop_active: Callable[[], np.ndarray | None] = lambda: None
         # a batched pointer block's tile form as element offsets (see ShadowRun.installed)
         self.tile_offsets: TileOffsets | None = None
+        # how many programs a batched value's rows stand for (1: the serial strategy's one)
+        self.rows: Callable[[], int] = lambda: 1
+        # per buffer, the elements an access the shadow does not follow wrote (an atomic on a
+        # float's bits: tl.atomic_max of floats, a compare-and-swap): see `settle`
+        self.unfollowed: dict[str, np.ndarray] = {}
+
+    def unfollowed_write(self, ptrs: Any, mask: Any) -> None:
+        """An access the shadow does not follow may have written the elements `ptrs` point to."""
+        addresses = np.asarray(ptrs.data)
+        if not addresses.size:
+            return
+        offsets, name = self.addresses.offsets(addresses)
+        if name is None:
+            return
+        written = self.unfollowed.get(name)
+        if written is None:
+            written = self.unfollowed[name] = np.zeros(np.asarray(self.inputs(name)).size, bool)
+        lanes = np.ones(addresses.shape, bool)
+        if mask is not None:
+            lanes &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
+        at = offsets[lanes]
+        written[at[(at >= 0) & (at < written.size)]] = True
+
+    def settle(self, results: Callable[[str], np.ndarray]) -> None:
+        """At the launch's end: elements of float buffers that accesses the shadow does not follow
+        wrote take the launch's own results (`results(name)`), which are all the shadow knows of
+        them; the precision findings leave them out."""
+        for name, written in self.unfollowed.items():
+            inputs = np.asarray(self.inputs(name))
+            if not (inputs.dtype.kind == "f" or "float" in inputs.dtype.name) or not written.any():
+                continue
+            reference = self.references.get(name)
+            if reference is None:
+                reference = self.references[name] = inputs.astype(np.float64).reshape(-1)
+            reference[written] = np.asarray(results(name)).astype(np.float64).reshape(-1)[written]
+            output = self.outputs.get(name)
+            if output is not None:
+                output.stored[written] = False
 
     def store(self, ptrs: Any, value: Any, mask: Any) -> None:
         """A float store of `value` through `ptrs` (lanes where `mask`, None: all) happened."""
@@ -100,6 +142,48 @@ class References:
                 self._put(reference, output, offsets, values)
             else:
                 self._put(reference, output, offsets[stored], values[stored])
+        made_by = getattr(value, MADE_BY, None)
+        if made_by is not None:
+            output.statements.add(made_by)
+
+    def atomic(self, op: str, ptrs: Any, value: Any, mask: Any) -> None:
+        """A float atomic `op` ("add", "fadd", "max", "min", "xchg") of `value` through `ptrs`
+        (lanes where `mask`) happened: the reference takes the same operation with the shadow,
+        lanes on one element one after another."""
+        combine = _ATOMIC.get(op)
+        shadow = shadow_of(value)
+        addresses = np.asarray(ptrs.data)
+        if combine is None or not addresses.size:
+            return
+        rows = self.rows()
+        if addresses.ndim and addresses.shape[0] == 1 and rows > 1:
+            # one row for every program of a batch: each program still makes its own access
+            addresses = np.broadcast_to(addresses, (rows, *addresses.shape[1:]))
+        offsets, name = self.addresses.offsets(addresses)
+        if name is None:
+            return
+        stored = np.ones(addresses.shape, bool)
+        if mask is not None:
+            stored &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
+        active = self.loop_active()
+        if active is not None and addresses.ndim and active.size == addresses.shape[0]:
+            stored &= active.reshape((-1,) + (1,) * (addresses.ndim - 1))
+        reference = self.references.get(name)
+        if reference is None:
+            reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
+        output = self.outputs.get(name)
+        if output is None:
+            output = self.outputs[name] = StoredOutput(
+                str(value.dtype), np.zeros(reference.size, bool), set()
+            )
+        at, values = offsets[stored], np.broadcast_to(shadow, addresses.shape)[stored]
+        inside = (at >= 0) & (at < reference.size)
+        at, values = at[inside], values[inside]
+        if combine is _EXCHANGE:
+            reference[at] = values
+        else:
+            combine.at(reference, at, values)
+        output.stored[at] = True
         made_by = getattr(value, MADE_BY, None)
         if made_by is not None:
             output.statements.add(made_by)

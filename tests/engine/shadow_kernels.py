@@ -76,3 +76,12 @@ def matmul(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexp
     b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
     c = tl.dot(a, b, input_precision=PRECISION)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@triton.jit
+def split_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Each program adds its block's sum into out[0] with an atomic (a split reduction)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    part = tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0)
+    tl.atomic_add(out_ptr, part)
+    tl.atomic_max(out_ptr + 1, part)

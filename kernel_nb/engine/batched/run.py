@@ -192,7 +192,10 @@ class BatchedRun(SerialRun):
                 self.guard.installed(builder),
                 self.arith.installed(builder, observations=observing),
                 self.shadow.installed(
-                    builder, lambda: self.loop_mask.active, lambda ptrs: pointer_tile(self.addresses, ptrs)
+                    builder,
+                    lambda: self.loop_mask.active,
+                    lambda ptrs: pointer_tile(self.addresses, ptrs),
+                    lambda: self.recorder.width,
                 )
                 if self.shadow is not None
                 else nullcontext(),
