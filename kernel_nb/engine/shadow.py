@@ -79,6 +79,10 @@ _NOT_FOLLOWED = {
     "create_ptr_to_int",
     "create_addptr",
     "create_bitcast",
+    # on floats, bit operations are tricks on their encodings (tl.abs of fp8 clears the sign bit)
+    "create_and",
+    "create_or",
+    "create_xor",
 }
 _STORES = (triton_compat.STORE_METHOD, triton_compat.PLAIN_STORE_METHOD)
 # casts: a float result takes its float source's shadow as it is, an integer source's values exactly
@@ -227,6 +231,9 @@ class ShadowRun:
                 # operands whose local values are their shadows (loads, say) give the same result
                 same = all(s is lo or s.data is lo.data for s, lo in zip(shadows, locals_))
                 local = shadow if same else original(*locals_)
+            except (TypeError, ValueError):
+                # an operation that has no meaning on fp64 values: its result starts a shadow of its own
+                return result
             finally:
                 self.inside = False
             for out, s, lo in zip(handles(result), handles(shadow), handles(local)):

@@ -320,3 +320,16 @@ def test_float_atomics_update_the_reference_as_they_update_the_buffer():
     # tl.atomic_max of floats works on their bits, which the shadow does not follow: the
     # reference holds the launch's own result there, and says nothing more
     assert reference[1] == out[1] == np.float32(max(parts))
+
+
+def test_a_bit_trick_on_a_float_starts_a_shadow_of_its_own_and_leaves_the_result_alone():
+    x = np.linspace(-3, 3, 32).astype(ml_dtypes.float8_e4m3fn)
+    results = []
+    for shadow in (None, "fp64"):
+        out = np.zeros(32, ml_dtypes.float8_e4m3fn)
+        with kernel_nb.interpret(shadow=shadow) as session:
+            k.abs_fp8[(1,)](x, out, BLOCK=32)
+        results.append(out.view(np.uint8).copy())
+    assert np.array_equal(results[0], results[1])
+    y = session.trace[0].precision(0, "y")
+    assert np.array_equal(y.shadow, np.abs(x.astype(np.float64))) and y.ulps.max() == 0
