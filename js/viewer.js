@@ -11,6 +11,7 @@
 /**
  * @typedef {import("./protocol").SummaryPayload} Summary
  * @typedef {import("./protocol").StatementMeta} Statement
+ * @typedef {import("./protocol").PrecisionMeta} PrecisionMeta
  * @typedef {import("./protocol").LaunchMeta} LaunchMeta
  * @typedef {import("./protocol").ViewerMeta} ViewerMeta
  * @typedef {import("./protocol").PaletteMeta} PaletteMeta
@@ -32,7 +33,9 @@
  * @typedef {{source: "record"|"event", index: number, field: "values"|"indices"|"before", axes: number[]|null, at: number[]|null}} ValueTarget
  * @typedef {{launch?: number, pid?: number[], stmt?: number, iteration?: number[], finding?: number}} Change
  * @typedef {number[]} RGB
- * @typedef {{lut: RGB[], nan: RGB, posinf: RGB, neginf: RGB, masked: RGB}} Palette
+ * @typedef {{lut: RGB[], errors: RGB[], nan: RGB, posinf: RGB, neginf: RGB, masked: RGB}} Palette
+ * @typedef {{data: Float32Array|Float64Array, reply: ValueReply}} Drawn one value as drawn: its data, in the reply's view
+ * @typedef {{shadow: Drawn, error: Drawn, own_error: Drawn}} Companions a value's fp64 shadow and its errors in ulps, in the same view
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -64,9 +67,9 @@ function rgbOf(hex) {
   return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
 }
 
-/** The colours the metadata sends (kernel_nb/view/plot.py), with a 256-entry lookup table. @param {PaletteMeta} p @returns {Palette} */
-function paletteOf(p) {
-  const stops = p.colormap.map(rgbOf);
+/** A 256-entry lookup table through colormap stops. @param {string[]} hexStops @returns {RGB[]} */
+function lutOf(hexStops) {
+  const stops = hexStops.map(rgbOf);
   /** @type {RGB[]} */
   const lut = [];
   for (let i = 0; i < 256; i++) {
@@ -75,7 +78,12 @@ function paletteOf(p) {
     const f = t - k;
     lut.push(stops[k].map((c, j) => Math.round(c + f * (stops[k + 1][j] - c))));
   }
-  return { lut, nan: rgbOf(p.nan), posinf: rgbOf(p.posinf), neginf: rgbOf(p.neginf), masked: rgbOf(p.masked) };
+  return lut;
+}
+
+/** The colours the metadata sends (kernel_nb/view/plot.py), with lookup tables for values and errors. @param {PaletteMeta} p @returns {Palette} */
+function paletteOf(p) {
+  return { lut: lutOf(p.colormap), errors: lutOf(p.errormap), nan: rgbOf(p.nan), posinf: rgbOf(p.posinf), neginf: rgbOf(p.neginf), masked: rgbOf(p.masked) };
 }
 
 /**
@@ -101,6 +109,54 @@ function fmt(x) {
   if (Number.isInteger(x) && Math.abs(x) < 1e9) return String(x);
   const a = Math.abs(x);
   return a !== 0 && (a < 1e-3 || a >= 1e6) ? x.toExponential(3) : x.toPrecision(5).replace(/\.?0+$/, "");
+}
+
+/** An error in ulps, as short as it reads: 0.99, 512, 13989, 5.2e10. @param {number|null|undefined} x */
+function ulpsText(x) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "—";
+  if (x === Infinity) return "∞";
+  if (x >= 1e5) return x.toExponential(1).replace("e+", "e");
+  return x >= 100 ? String(Math.round(x)) : String(Number(x.toPrecision(2)));
+}
+
+/** Errors in ulps on the log scale the error map draws: log10(1 + ulps), NaN and ±Inf kept. @param {Float32Array|Float64Array} ulps */
+function logUlps(ulps) {
+  const out = new Float32Array(ulps.length);
+  for (let i = 0; i < ulps.length; i++) {
+    const v = ulps[i];
+    out[i] = Number.isFinite(v) ? Math.log10(1 + Math.max(0, v)) : v;
+  }
+  return out;
+}
+
+// The source gutter marks a line whose statements' own arithmetic loses at least LOSS_FROM ulps (a correctly
+// rounded operation is within half an ulp, a short sum or chain of them within an ulp or two); the mark is full
+// size and colour at 10^LOSS_FULL ulps and more, and scales with log10 of the error below that.
+const LOSS_FROM = 2;
+const LOSS_FULL = 5;
+const LOSS_LOW = [245, 176, 65], LOSS_HIGH = [198, 40, 40];
+
+/**
+ * The gutter's mark for a line of a shadow run, from its statements' worst errors over the launch (null: none).
+ * @param {Statement[]} stmts @returns {HTMLElement|null}
+ */
+function lossMark(stmts) {
+  const measured = stmts.filter((s) => s.precision);
+  const own = (/** @type {Statement} */ s) => (s.precision?.own_nonfinite ? Infinity : s.precision?.own_ulps ?? 0);
+  const worst = Math.max(0, ...measured.map(own));
+  if (worst < LOSS_FROM) return null;
+  const t = Number.isFinite(worst) ? Math.min(1, Math.log10(worst) / LOSS_FULL) : 1;
+  const rgb = LOSS_LOW.map((c, i) => Math.round(c + t * (LOSS_HIGH[i] - c)));
+  const lines = measured.map((s) => {
+    const p = /** @type {PrecisionMeta} */ (s.precision);
+    const odd = (/** @type {number} */ n) => (n ? `, not finite in ${n} elements` : "");
+    return `${s.name}: own error up to ${ulpsText(p.own_ulps)} ulps${odd(p.own_nonfinite)} (${p.dtype || "?"}), ` +
+      `total up to ${ulpsText(p.ulps)} ulps${odd(p.nonfinite)}`;
+  });
+  return h("span", {
+    class: "knb-loss", "data-role": "loss", "data-own-ulps": String(worst), title: lines.join("\n"),
+    style: `width: ${Math.round(3 + 5 * t)}px; background: rgb(${rgb.join(",")})`,
+  });
 }
 
 /** @param {any} b @returns {ArrayBuffer} */
@@ -396,11 +452,13 @@ class SourcePane {
       const lines = src.text.replace(/\n$/, "").split("\n").map((text, i) => {
         const n = src.first_line + i;
         const stmts = launch.statements.filter((s) => s.file === src.file && s.line === n);
+        const loss = launch.shadow ? lossMark(stmts) : null;
         const line = h("div", { class: stmts.length ? "knb-line knb-recorded" : "knb-line", "data-line": n }, [
+          ...(launch.shadow ? [h("span", { class: "knb-gutter" }, loss ? [loss] : [])] : []),
           h("span", { class: "knb-ln", text: String(n) }), h("span", { class: "knb-code", text: text || " " }),
         ]);
         if (stmts.length) {
-          line.title = stmts.map((s) => s.name).join(", ");
+          line.title = loss ? loss.title : stmts.map((s) => s.name).join(", ");
           line.addEventListener("click", () => onLine(stmts));
         }
         this.lineEls.set(`${src.file}:${n}`, line);
@@ -408,7 +466,11 @@ class SourcePane {
       });
       return h("div", { class: "knb-file" }, [h("div", { class: "knb-fn", text: `${src.function} — ${src.file}` }), h("pre", {}, lines)]);
     });
-    this.el.replaceChildren(this.stmtList, this.iterRow, ...files);
+    const legend = launch.shadow ? [h("div", { class: "knb-dim knb-loss-legend" }, [
+      h("span", { class: "knb-loss", style: `width: 8px; background: rgb(${LOSS_HIGH.join(",")})` }),
+      ` lines whose own arithmetic loses ${LOSS_FROM} ulps or more against the ${launch.shadow} shadow (hover for numbers)`,
+    ])] : [];
+    this.el.replaceChildren(this.stmtList, this.iterRow, ...legend, ...files);
   }
 
   /** Mark the lines this program recorded and the selected statement's. @param {Set<number>} recorded @param {number} stmt */
@@ -441,7 +503,45 @@ class SourcePane {
   }
 }
 
-/** The selected value as a heatmap, with its colour bar, statistics, histogram and axis pickers. */
+/** The data of a value reply's first buffer. @param {ValueReply} reply @param {ArrayBuffer[]} buffers */
+function floatsOf(reply, buffers) {
+  return reply.format === "f8" ? new Float64Array(buffers[0]) : new Float32Array(buffers[0]);
+}
+
+/** A number with `digits` significant digits, trailing zeros dropped (a shadow's digits matter). @param {number} x @param {number} digits */
+function precise(x, digits) {
+  return Number.isFinite(x) ? String(Number(x.toPrecision(digits))) : String(x);
+}
+
+/**
+ * A shadow run's companion replies as the data drawn beside a value: all three, in the value's view (null otherwise).
+ * @param {ValueReply} value @param {([Reply, ArrayBuffer[]]|null)[]} got @returns {Companions|null}
+ */
+function companionsOf(value, got) {
+  if (got.length !== 3) return null;
+  const drawn = got.map((g) => {
+    const reply = g?.[0];
+    if (!g || !reply || reply.type !== "value" || reply.view_shape.join() !== value.view_shape.join()) return null;
+    return { reply, data: floatsOf(reply, g[1]) };
+  });
+  const [shadow, error, own] = drawn;
+  return shadow && error && own ? { shadow, error, own_error: own } : null;
+}
+
+/**
+ * What the readout says of one cell of a shadow run's value: the value, its fp64 shadow, the errors.
+ * @param {number} real @param {Companions} p @param {number} i
+ */
+function precisionText(real, p, i) {
+  const shadow = p.shadow.data[i];
+  const absolute = Math.abs(real - shadow);
+  const relative = absolute === 0 ? 0 : absolute / Math.abs(shadow);
+  return `${precise(real, 9)} · fp64 ${precise(shadow, 12)} · |error| ${fmt(absolute)} · relative ${fmt(relative)} · ` +
+    `${ulpsText(p.error.data[i])} ulps (own ${ulpsText(p.own_error.data[i])})`;
+}
+
+/** The selected value as a heatmap, with its colour bar, statistics, histogram and axis pickers; for a shadow
+ * run's value, its error against the fp64 shadow beside it (ErrorMap). */
 class ValuePane {
   /** @param {Palette} palette @param {(change: {axes: number[], at: number[]}) => void} retarget */
   constructor(palette, retarget) {
@@ -460,13 +560,19 @@ class ValuePane {
     this.scalar = h("div", { class: "knb-scalar knb-num", "data-role": "scalar" });
     /** @type {{reply: ValueReply, data: Float32Array|Float64Array, mask: Uint8Array|null}|null} */
     this.drawn = null;
-    /** @type {{args: [ValueReply, ArrayBuffer[]], width: number}|null} what was drawn last, at which pane width */
+    /** @type {Companions|null} the drawn value's shadow and errors, for a shadow run */
+    this.companions = null;
+    /** @type {{args: [ValueReply, ArrayBuffer[], Companions|null], width: number}|null} what was drawn last, at which pane width */
     this.last = null;
-    this.canvas.addEventListener("mousemove", (e) => this.hover(e));
-    this.canvas.addEventListener("mouseleave", () => { this.readout.textContent = "hover a cell"; });
+    const leave = () => { this.readout.textContent = "hover a cell"; };
+    this.canvas.addEventListener("mousemove", (e) => this.hover(e, this.canvas));
+    this.canvas.addEventListener("mouseleave", leave);
+    this.errors = new ErrorMap(palette, (e, canvas) => this.hover(e, canvas), leave);
     const swatch = (/** @type {RGB} */ rgb, /** @type {string} */ label) =>
       h("span", { class: "knb-swatch" }, [h("i", { style: `background: rgb(${rgb.join(",")})` }), label]);
-    this.el = h("div", { class: "knb-value", "data-kind": "empty" }, [this.label, this.axisRow, this.scalar, h("div", { class: "knb-canvas-wrap" }, [this.canvas]), this.readout,
+    this.el = h("div", { class: "knb-value", "data-kind": "empty", "data-errors": "none" }, [this.label, this.axisRow, this.scalar,
+      h("div", { class: "knb-heatrow" }, [h("div", { class: "knb-canvas-wrap" }, [h("div", { class: "knb-caption knb-dim", text: "value" }), this.canvas]), this.errors.el]),
+      this.readout,
       h("div", { class: "knb-cbar" }, [this.cbLo, this.colorbar, this.cbHi,
         swatch(palette.nan, "NaN"), swatch(palette.posinf, "+Inf"), swatch(palette.neginf, "−Inf"), swatch(palette.masked, "masked")]),
       h("div", { class: "knb-statrow" }, [this.stats, this.hist]), this.note]);
@@ -488,10 +594,13 @@ class ValuePane {
     this.label.textContent = message;
     this.label.classList.toggle("knb-error", error);
     for (const n of [this.axisRow, this.stats, this.note, this.scalar]) n.replaceChildren();
-    // The colour bar, histogram and readout belong to the value that was drawn: hidden with it (viewer.css).
+    // The colour bar, histogram, readout and errors belong to the value that was drawn: hidden with it (viewer.css).
     this.el.dataset.kind = "empty";
+    this.el.dataset.errors = "none";
     this.drawn = null;
+    this.companions = null;
     this.last = null;
+    this.errors.clear();
     clearCanvas(this.hist);
     this.readout.textContent = "hover a cell";
   }
@@ -502,19 +611,24 @@ class ValuePane {
     clearCanvas(this.colorbar);
   }
 
-  /** @param {ValueReply} reply @param {ArrayBuffer[]} buffers */
-  draw(reply, buffers) {
+  /** @param {ValueReply} reply @param {ArrayBuffer[]} buffers @param {Companions|null} [companions] a shadow run's, drawn beside it */
+  draw(reply, buffers, companions = null) {
     const [rows, cols] = reply.view_shape;
-    const data = reply.format === "f8" ? new Float64Array(buffers[0]) : new Float32Array(buffers[0]);
+    const data = floatsOf(reply, buffers);
     const mask = reply.has_mask ? new Uint8Array(buffers[1]) : null;
     const lo = reply.summary.min ?? 0;
     const hi = reply.summary.max ?? lo;
     const canvas = this.canvas;
     const [sr, sc] = reply.step;
-    sizeCanvas(canvas, rows * sr, cols * sc, Math.max(MIN_CELL * 16, Math.min(MAX_WIDTH, this.el.clientWidth || MAX_WIDTH)));
+    const room = Math.max(MIN_CELL * 16, Math.min(MAX_WIDTH, this.el.clientWidth || MAX_WIDTH));
+    // With its errors beside it, each map gets half the pane, less the gap between them, their borders and
+    // room for a scroll bar the page may grow after this is drawn.
+    const width = companions ? Math.max(MIN_CELL * 8, Math.floor((room - 40) / 2)) : room;
+    sizeCanvas(canvas, rows * sr, cols * sc, width);
     blit(canvas, heatImage(data, mask, rows, cols, lo, hi, canvas.width, canvas.height, this.palette));
     this.drawn = { reply, data, mask };
-    this.last = { args: [reply, buffers], width: this.el.clientWidth };
+    this.companions = companions;
+    this.last = { args: [reply, buffers, companions], width: this.el.clientWidth };
     let sum = 0;
     for (const v of data) if (Number.isFinite(v)) sum += v;
     canvas.dataset.checksum = sum.toPrecision(8);
@@ -523,6 +637,9 @@ class ValuePane {
     this.label.textContent = `${reply.label} — ${reply.dtype}[${reply.shape.join(", ")}]`;
     this.label.classList.remove("knb-error");
     this.el.dataset.kind = reply.shape.length ? "array" : "scalar";
+    this.el.dataset.errors = companions ? "shown" : "none";
+    if (companions) this.errors.draw(companions, reply.dtype, width);
+    else this.errors.clear();
     this.scalar.textContent = reply.shape.length ? "" : `${fmt(data[0])}${mask && !mask[0] ? " (masked)" : ""}`;
     this.axes(reply);
     const image = new ImageData(256, 1);
@@ -566,12 +683,12 @@ class ValuePane {
     row.replaceChildren(h("label", {}, ["rows ", axisSelect(0)]), h("label", {}, ["cols ", axisSelect(1)]), ...cuts);
   }
 
-  /** @param {MouseEvent} e */
-  hover(e) {
+  /** The cell under the mouse, on the value's map or its error map (both in the value's view). @param {MouseEvent} e @param {HTMLCanvasElement} canvas */
+  hover(e, canvas) {
     if (!this.drawn) return;
     const { reply, data, mask } = this.drawn;
     const [rows, cols] = reply.view_shape;
-    const [r, c] = cellAt(e, this.canvas, rows, cols);
+    const [r, c] = cellAt(e, canvas, rows, cols);
     const i = r * cols + c;
     const [sr, sc] = reply.step;
     const at = (/** @type {number} */ x, /** @type {number} */ s) => (s > 1 ? `${x * s}:${x * s + s}` : String(x));
@@ -585,7 +702,93 @@ class ValuePane {
       index[reply.axes[1]] = at(c, sc);
     }
     const masked = mask && !mask[i] ? " (masked lane)" : "";
-    this.readout.textContent = `[${index.join(", ")}] = ${fmt(data[i])}${masked}${sr * sc > 1 ? " (block mean)" : ""}`;
+    const value = this.companions ? precisionText(data[i], this.companions, i) : fmt(data[i]);
+    this.readout.textContent = `[${index.join(", ")}] = ${value}${masked}${sr * sc > 1 ? ` (block mean${this.companions ? "s" : ""})` : ""}`;
+  }
+}
+
+/** Beside a shadow run's value: its error against the fp64 shadow in ulps, total or the statement's own, on a log scale. */
+class ErrorMap {
+  /**
+   * @param {Palette} palette
+   * @param {(e: MouseEvent, canvas: HTMLCanvasElement) => void} onHover @param {() => void} onLeave
+   */
+  constructor(palette, onHover, onLeave) {
+    this.palette = { ...palette, lut: palette.errors };
+    /** @type {"error"|"own_error"} the error drawn, kept from one value to the next */
+    this.kind = "error";
+    this.canvas = h("canvas", { class: "knb-heat", "data-role": "error-heatmap", "data-state": "empty" });
+    this.canvas.addEventListener("mousemove", (e) => onHover(e, this.canvas));
+    this.canvas.addEventListener("mouseleave", onLeave);
+    /** @type {["error", "own_error"]} */
+    const kinds = ["error", "own_error"];
+    this.buttons = kinds.map((kind) => h("button", {
+      type: "button", class: "knb-toggle", "data-kind": kind, "aria-pressed": String(kind === this.kind),
+      text: kind === "error" ? "total" : "own",
+      title: kind === "error" ? "the value's error against the fp64 shadow: what this statement and those before it lost"
+        : "the error of this statement's own arithmetic, given the values it read",
+      onclick: () => this.pick(kind),
+    }));
+    this.scalar = h("div", { class: "knb-num knb-error-scalar", "data-role": "error-scalar" });
+    this.colorbar = h("canvas", { class: "knb-errorbar", width: 256, height: 10 });
+    this.cbLo = h("span", { class: "knb-num" });
+    this.cbHi = h("span", { class: "knb-num" });
+    this.caption = h("div", { class: "knb-dim knb-error-caption" });
+    this.el = h("div", { class: "knb-errors", "data-role": "errors" }, [
+      h("div", { class: "knb-caption" }, [h("span", { class: "knb-dim", text: "error in ulps, log scale" }),
+        h("span", { class: "knb-toggles", role: "group", "aria-label": "error shown" }, this.buttons)]),
+      this.canvas, this.scalar,
+      h("div", { class: "knb-cbar" }, [this.cbLo, this.colorbar, this.cbHi]),
+      this.caption,
+    ]);
+    /** @type {{companions: Companions, dtype: string, width: number}|null} */
+    this.shown = null;
+  }
+
+  /** Show the total or the own error. @param {"error"|"own_error"} kind */
+  pick(kind) {
+    this.kind = kind;
+    this.buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.kind === kind)));
+    if (this.shown) this.draw(this.shown.companions, this.shown.dtype, this.shown.width);
+  }
+
+  clear() {
+    this.shown = null;
+    this.canvas.width = 0;
+    this.canvas.height = 0;
+    this.canvas.dataset.state = "empty";
+  }
+
+  /** @param {Companions} companions @param {string} dtype the value's (the ulps are its) @param {number} width */
+  draw(companions, dtype, width) {
+    this.shown = { companions, dtype, width };
+    const { reply, data } = companions[this.kind];
+    const [rows, cols] = reply.view_shape;
+    const [sr, sc] = reply.step;
+    const total = companions.error.reply.summary, own = companions.own_error.reply.summary;
+    // Each map on its own scale, from its least error to its largest: a total error that is large everywhere
+    // still shows where it is largest (the caption gives both maxima, to compare the two).
+    const lo = Math.max(0, reply.summary.min ?? 0), hi = Math.max(lo, reply.summary.max ?? lo);
+    this.el.dataset.kind = reply.shape.length ? "array" : "scalar";
+    if (reply.shape.length) {
+      sizeCanvas(this.canvas, rows * sr, cols * sc, width);
+      const [bottom, top] = [lo, hi].map((x) => Math.log10(1 + x));
+      blit(this.canvas, heatImage(logUlps(data), null, rows, cols, bottom, top, this.canvas.width, this.canvas.height, this.palette));
+      this.scalar.textContent = "";
+    } else {
+      this.scalar.textContent = `fp64 ${precise(companions.shadow.data[0], 12)} · ${ulpsText(data[0])} ulps`;
+    }
+    const image = new ImageData(256, 1);
+    this.palette.lut.forEach((rgb, i) => image.data.set([...rgb, 255], 4 * i));
+    blit(this.colorbar, image);
+    this.cbLo.textContent = ulpsText(lo);
+    this.cbHi.textContent = ulpsText(hi);
+    const odd = (/** @type {number} */ n) => (n ? `, ${n} not finite` : "");
+    this.caption.textContent = `this value, in ulps of ${dtype}: up to ${ulpsText(total.max)} in total${odd(total.nan + total.inf)}, ` +
+      `${ulpsText(own.max)} its own${odd(own.nan + own.inf)}`;
+    let sum = 0;
+    for (const v of data) if (Number.isFinite(v)) sum += v;
+    Object.assign(this.canvas.dataset, { checksum: sum.toPrecision(8), kind: this.kind, view: `${rows}x${cols}`, state: "ready" });
   }
 }
 
@@ -1199,10 +1402,15 @@ class Viewer {
     /** @type {Extract<RequestBody, {type: "value"}>} */
     const body = { type: "value", launch: launch.index, pid: this.model.get("pid"), source: t.source, index: t.index, field: t.field,
       ...(t.axes ? { axes: t.axes } : {}), ...(t.at ? { at: t.at } : {}) };
-    const got = await this.channel.request("value", body);
-    if (!got) return;
+    // A shadow run's record: its fp64 shadow and errors, asked for in the same view, are drawn beside it.
+    const record = t.source === "record" ? this.program?.records.find((r) => r.index === t.index) : undefined;
+    const [got, ...companions] = await Promise.all([
+      this.channel.request("value", body),
+      ...(record?.companions || []).map((index, k) => this.channel.request(`companion:${k}`, { ...body, index })),
+    ]);
+    if (!got || companions.some((c) => !c)) return;
     const [reply, buffers] = got;
-    if (reply.type === "value") panes.value.draw(reply, buffers);
+    if (reply.type === "value") panes.value.draw(reply, buffers, companionsOf(reply, companions));
     else panes.value.clear(reply.type === "error" ? reply.message : `unexpected reply ${reply.type}`, true);
     this.root.dataset.state = "ready";
   }

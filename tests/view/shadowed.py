@@ -7,11 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.trace import Trace
+from kernel_nb.trace import Launch, Trace
 
 M, N, D, BM = 40, 16, 16, 16
-FIRST_LINE = 9  # of gram_distances in tests/engine/shadow_kernels.py
-LINES = {"na": 18, "nb": 19, "g": 20, "d": 21}
 
 
 def points(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -34,3 +32,8 @@ def gram_trace(**options: Any) -> Trace:
     with kernel_nb.interpret(shadow="fp64", **options) as session:
         gram_distances[(triton.cdiv(M, BM),)](x, y, out, M, N=N, D=D, BM=BM)
     return session.trace
+
+
+def line_of(launch: Launch, name: str) -> int:
+    """The source line of the statement assigning `name`."""
+    return next(s.line for s in launch.statements if s.name == name and s.of is None)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shadowed import LINES, gram_trace
+from shadowed import gram_trace, line_of
 
 from kernel_nb.trace import COMPANION_KINDS, Finding, Trace
 from kernel_nb.view import TraceViewer, dispatch, findings, payloads
@@ -122,12 +122,13 @@ def test_companion_values_are_asked_for_as_any_record(gram: Trace) -> None:
     expected = launch.precision(2, "d")
     where = {"type": "value", "launch": 0, "pid": [2, 0, 0], "source": "record"}
     value, (data,) = ask(gram, **where, index=d["index"])
-    assert value["label"] == "d (gram_distances:21)"
+    at = f"d (gram_distances:{line_of(launch, 'd')})"
+    assert value["label"] == at
     shadow, error, own = (ask(gram, **where, index=i) for i in d["companions"])
     assert [r["label"] for r, _ in (shadow, error, own)] == [
-        "d (gram_distances:21): fp64 shadow",
-        "d (gram_distances:21): error against the fp64 shadow, in ulps",
-        "d (gram_distances:21): error of its own arithmetic, in ulps",
+        f"{at}: fp64 shadow",
+        f"{at}: error against the fp64 shadow, in ulps",
+        f"{at}: error of its own arithmetic, in ulps",
     ]
     assert (shadow[0]["dtype"], shadow[0]["format"], error[0]["dtype"], own[0]["dtype"]) == (
         "fp64",
@@ -148,7 +149,9 @@ def test_views_pick_real_records_only(gram: Trace) -> None:
     # the view opens on the last shaped real value, never on an error of it
     assert payloads.default_selection(gram) == (0, [0, 0, 0], d, [])
     assert TraceViewer(gram).select(pid=1, name="d").stmt == d
-    finding = Finding("nan_origin", "warning", "d", 0, (1, 0, 0), launch.statements[d].file, LINES["d"])
+    finding = Finding(
+        "nan_origin", "warning", "d", 0, (1, 0, 0), launch.statements[d].file, line_of(launch, "d")
+    )
     assert findings.target_of(launch, finding) == {"pid": [1, 0, 0], "stmt": d, "iteration": []}
 
 
