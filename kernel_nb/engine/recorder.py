@@ -12,6 +12,7 @@ which numbers its function's statements into the launch's statement table.
 from __future__ import annotations
 
 import bdb
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -163,6 +164,20 @@ class Recorder:
         self.program.records.append(record)
         if self.observations is not None and self.statement_info[stmt].kind not in COMPANIONS:
             self._trace_nonfinite(stmt, data, record.summary)
+
+    def repeat(self, stmt: int, after: int) -> bool:
+        """Record again what the last record, of statement `after`, recorded, as statement `stmt`
+        (one value that two statements hold, shared); False (nothing done) when the last record is
+        not `after`'s."""
+        records = self.program.records
+        if not records or records[-1].stmt != after:
+            return False
+        last = records[-1]
+        if last.value is not None:
+            self.check_budget(last.value.nbytes)
+            self.kept_bytes += last.value.nbytes
+        records.append(dataclasses.replace(last, stmt=stmt, seq=self.next_seq()))
+        return True
 
     def _trace_nonfinite(self, stmt: int, data: np.ndarray, summary: Summary) -> None:
         """Report the statement where NaN (or Inf) first appears from operands that had none."""

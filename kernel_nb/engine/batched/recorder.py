@@ -8,6 +8,7 @@ each record would update three modules in step.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -253,6 +254,15 @@ class BatchRecorder(MaskedLoops, Recorder):
         )
         if self.observations is not None and self.statement_info[stmt].kind not in COMPANIONS:
             self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
+
+    def repeat(self, stmt: int, after: int) -> bool:
+        """Record again what the last record block, of statement `after`, holds, as statement
+        `stmt` (its summaries and values shared; the budget counts them again); False (nothing
+        done) when the last block is not `after`'s."""
+        if not self.record_blocks or self.record_blocks[-1].stmt != after:
+            return False
+        self.add_block(dataclasses.replace(self.record_blocks[-1], stmt=stmt, seq=self.next_seq()))
+        return True
 
     @staticmethod
     def _summaries(rows: np.ndarray, kept: Any) -> SummaryColumns:
