@@ -130,8 +130,8 @@ def ulp(values: np.ndarray, type_name: str) -> np.ndarray:
     native = _NATIVE_SPACING.get(type_name)
     if native is not None:  # in C, in the type itself: the spacing at the value rounded to it
         with np.errstate(over="ignore"):
-            rounded = np.asarray(values).astype(native)
-            np.abs(rounded, out=rounded)
+            values = np.asarray(values)
+            rounded = np.asarray(np.abs(values if values.dtype == native else values.astype(native)))
             return np.spacing(rounded, out=rounded)
     bits, lowest = _PRECISION.get(type_name, _PRECISION["fp32"])
     magnitude = np.abs(np.asarray(values, dtype=np.float64))

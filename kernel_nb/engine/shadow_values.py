@@ -103,18 +103,19 @@ def handles(result: Any) -> list[Any]:
 
 def ulps_of(real: np.ndarray, reference: np.ndarray, type_name: str, spacing: np.ndarray) -> np.ndarray:
     """|real - reference| in units in the last place of `type_name` at the real values (`spacing`,
-    `numerics.ulp` of them); 0 where they are equal, infinities included; NaN where either is NaN
-    or only one is infinite."""
+    `numerics.ulp` of them), as fp32; 0 where they are equal, infinities included; NaN where either
+    is NaN or only one is infinite."""
     if real is reference:
         return np.broadcast_to(np.float32(0), np.shape(real))  # exact: one row for all
+    small = np.empty(np.broadcast_shapes(np.shape(real), np.shape(reference)), np.float32)
     with np.errstate(all="ignore"):
-        error = np.subtract(real, reference)
-        np.abs(error, out=error)
-        small = error.astype(np.float32)  # ulps need no more digits than fp32 has
+        # the difference in fp64, written as fp32: ulps need no more digits than fp32 has
+        np.subtract(real, reference, out=small, casting="unsafe")
+        np.abs(small, out=small)
         np.divide(small, spacing, out=small, casting="unsafe")
-    undefined = np.isnan(small)
-    if undefined.any():  # an infinity the shadow has too is no error
-        small[undefined & (real == reference)] = 0.0
+    if np.isnan(small.max(initial=0.0)):  # NaN propagates through max: a pass only when there is one
+        undefined = np.isnan(small)
+        small[undefined & (real == reference)] = 0.0  # an infinity the shadow has too is no error
     return small
 
 
