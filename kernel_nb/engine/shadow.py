@@ -331,7 +331,12 @@ class ShadowRun:
         def hooked(ptrs: Any, value: Any, *rest: Any) -> Any:
             result = original(ptrs, value, *rest)
             if not self.inside and floating(value):
-                mask = rest[0] if rest and isinstance(rest[0], triton_compat.TensorHandle) else None
+                # a masked store's mask: a handle, or the bare array a descriptor store passes (3.6)
+                mask = (
+                    rest[0]
+                    if rest and isinstance(rest[0], (triton_compat.TensorHandle, np.ndarray))
+                    else None
+                )
                 self.stores.store(ptrs, value, mask)
             return result
 

@@ -57,7 +57,7 @@ class References:
             written = self.unfollowed[name] = np.zeros(np.asarray(self.inputs(name)).size, bool)
         lanes = np.ones(addresses.shape, bool)
         if mask is not None:
-            lanes &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
+            lanes &= np.broadcast_to(_lanes(mask), addresses.shape)
         at = offsets[lanes]
         written[at[(at >= 0) & (at < written.size)]] = True
 
@@ -96,7 +96,7 @@ class References:
             name = found
         if not int(np.prod(shape)):
             return
-        lanes_on: np.ndarray | None = None if mask is None else np.asarray(mask.data, bool)
+        lanes_on: np.ndarray | None = None if mask is None else _lanes(mask)
         if lanes_on is not None and lanes_on.all():
             lanes_on = None
         active = self.loop_active()
@@ -164,7 +164,7 @@ class References:
             return
         stored = np.ones(addresses.shape, bool)
         if mask is not None:
-            stored &= np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
+            stored &= np.broadcast_to(_lanes(mask), addresses.shape)
         active = self.loop_active()
         if active is not None and addresses.ndim and active.size == addresses.shape[0]:
             stored &= active.reshape((-1,) + (1,) * (addresses.ndim - 1))
@@ -197,6 +197,11 @@ class References:
             at, values = at[inside], values[inside]
         reference[at] = values
         output.stored[at] = True
+
+
+def _lanes(mask: Any) -> np.ndarray:
+    """A mask's lanes: a handle's data, or a bare array."""
+    return np.asarray(getattr(mask, "data", mask), bool)
 
 
 def _contiguous(shift: np.ndarray, lanes: np.ndarray) -> tuple[int, int] | None:
