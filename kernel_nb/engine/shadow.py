@@ -11,15 +11,17 @@ Each interpreter value of a float type carries two fp64 arrays beside its own da
   as their local values. A statement's own error (real - local) is then what its arithmetic lost,
   apart from the error its operands carried in.
 
-A value made by an operation the shadow does not follow (an atomic's result, a bit cast, a
-dot_scaled) starts a shadow of its own: its real values upcast.
+A value made by an operation the shadow does not follow (an atomic's result, a bit cast, a bit
+trick on a float's encoding, a dot_scaled, anything with no meaning on fp64 values) starts a
+shadow of its own: its real values upcast.
 
 Statements are numbered by epoch: every record the kernel makes closes one, and a value made
 since the last record belongs to the statement being recorded. Each float statement's record is
 followed by three companion records (statements of kinds `COMPANIONS`): the shadow, the error
 against it in units in the last place of the real type, and the statement's own error in ulps.
-Stores write the shadow of what they store into a reference copy of the buffer, which starts as
-the buffer's inputs upcast (`Launch.reference`).
+Stores and float atomics write the shadow of what they store into a reference copy of the buffer
+(shadow_reference.py; `Launch.reference`); what a value carries is in shadow_values.py. This
+module holds the run: the builder and language hooks, the records, the statements' errors.
 """
 
 from __future__ import annotations
