@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -172,21 +173,22 @@ def findings(
 
 
 def _finite_max(values: np.ndarray) -> float:
-    if not values.size:
-        return 0.0
-    top = float(values.max())
-    if np.isfinite(top):
-        return top
-    return float(np.max(values, where=np.isfinite(values), initial=0.0))
+    return _finite(values, np.max)
 
 
 def _finite_min(values: np.ndarray) -> float:
+    return _finite(values, np.min)
+
+
+def _finite(values: np.ndarray, reduce: Any) -> float:
+    """`reduce` (np.max or np.min) over the finite values (0 when there are none): one pass where
+    every value is finite, a second, masked, where one is not."""
     if not values.size:
         return 0.0
-    low = float(values.min())
-    if np.isfinite(low):
-        return low
-    return float(np.min(values, where=np.isfinite(values), initial=0.0))
+    found = float(reduce(values))
+    if np.isfinite(found):
+        return found
+    return float(reduce(values, where=np.isfinite(values), initial=0.0))
 
 
 def _trace_back(

@@ -44,6 +44,21 @@ class References:
         # float's bits: tl.atomic_max of floats, a compare-and-swap): see `settle`
         self.unfollowed: dict[str, np.ndarray] = {}
 
+    def _reference(self, name: str) -> np.ndarray:
+        """Buffer `name`'s reference, made from its inputs upcast at its first use."""
+        reference = self.references.get(name)
+        if reference is None:
+            reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
+        return reference
+
+    def _target(self, name: str, dtype: str) -> tuple[np.ndarray, StoredOutput]:
+        """Buffer `name`'s reference and the record of what float accesses of `dtype` wrote there."""
+        reference = self._reference(name)
+        output = self.outputs.get(name)
+        if output is None:
+            output = self.outputs[name] = StoredOutput(dtype, np.zeros(reference.size, bool), set())
+        return reference, output
+
     def unfollowed_write(self, ptrs: Any, mask: Any) -> None:
         """An access the shadow does not follow may have written the elements `ptrs` point to."""
         addresses = np.asarray(ptrs.data)
@@ -69,9 +84,7 @@ class References:
             inputs = np.asarray(self.inputs(name))
             if not (inputs.dtype.kind == "f" or "float" in inputs.dtype.name) or not written.any():
                 continue
-            reference = self.references.get(name)
-            if reference is None:
-                reference = self.references[name] = inputs.astype(np.float64).reshape(-1)
+            reference = self._reference(name)
             reference[written] = np.asarray(results(name)).astype(np.float64).reshape(-1)[written]
             output = self.outputs.get(name)
             if output is not None:
@@ -110,14 +123,7 @@ class References:
             stored = rows if stored is None else stored & rows
         if stored is not None and not stored.any():
             return
-        reference = self.references.get(name)
-        if reference is None:
-            reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
-        output = self.outputs.get(name)
-        if output is None:
-            output = self.outputs[name] = StoredOutput(
-                str(value.dtype), np.zeros(reference.size, bool), set()
-            )
+        reference, output = self._target(name, str(value.dtype))
         values = np.broadcast_to(shadow, shape)
         span = _contiguous(shift, lanes) if tile is not None and stored is None else None
         if span is not None and span[0] >= 0 and span[1] <= reference.size:
@@ -142,9 +148,7 @@ class References:
                 self._put(reference, output, offsets, values)
             else:
                 self._put(reference, output, offsets[stored], values[stored])
-        made_by = getattr(value, MADE_BY, None)
-        if made_by is not None:
-            output.statements.add(made_by)
+        _note_statement(output, value)
 
     def atomic(self, op: str, ptrs: Any, value: Any, mask: Any) -> None:
         """A float atomic `op` ("add", "fadd", "max", "min", "xchg") of `value` through `ptrs`
@@ -168,14 +172,7 @@ class References:
         active = self.loop_active()
         if active is not None and addresses.ndim and active.size == addresses.shape[0]:
             stored &= active.reshape((-1,) + (1,) * (addresses.ndim - 1))
-        reference = self.references.get(name)
-        if reference is None:
-            reference = self.references[name] = np.asarray(self.inputs(name)).astype(np.float64).reshape(-1)
-        output = self.outputs.get(name)
-        if output is None:
-            output = self.outputs[name] = StoredOutput(
-                str(value.dtype), np.zeros(reference.size, bool), set()
-            )
+        reference, output = self._target(name, str(value.dtype))
         at, values = offsets[stored], np.broadcast_to(shadow, addresses.shape)[stored]
         inside = (at >= 0) & (at < reference.size)
         at, values = at[inside], values[inside]
@@ -184,9 +181,7 @@ class References:
         else:
             combine.at(reference, at, values)
         output.stored[at] = True
-        made_by = getattr(value, MADE_BY, None)
-        if made_by is not None:
-            output.statements.add(made_by)
+        _note_statement(output, value)
 
     @staticmethod
     def _put(reference: np.ndarray, output: StoredOutput, at: np.ndarray, values: np.ndarray) -> None:
@@ -197,6 +192,13 @@ class References:
             at, values = at[inside], values[inside]
         reference[at] = values
         output.stored[at] = True
+
+
+def _note_statement(output: StoredOutput, value: Any) -> None:
+    """The statement whose recorded value `value` is (if it is one) wrote into `output`."""
+    made_by = getattr(value, MADE_BY, None)
+    if made_by is not None:
+        output.statements.add(made_by)
 
 
 def _lanes(mask: Any) -> np.ndarray:
