@@ -173,6 +173,22 @@ def _peak_rss_mib(reset: bool) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def time_launches(run: Callable[[], Any], repeats: int) -> tuple[float, list[float], float]:
+    """The first call of `run` and `repeats` more, in seconds, and the peak RSS above what the
+    process held before them, in MiB."""
+    before = _rss_mib()
+    reset = _reset_peak()
+    start = time.perf_counter()
+    run()
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return first, times, _peak_rss_mib(reset) - before
+
+
 def child(side: str, name: str, quick: bool, repeats: int) -> None:
     """One case on one side, in a fresh process: first launch, warm launches, peak memory above the inputs."""
     how = ""
@@ -198,17 +214,7 @@ def child(side: str, name: str, quick: bool, repeats: int) -> None:
             last = session.trace[-1]
             ran[:] = [last.strategy + (f" ({last.strategy_note})" if last.strategy_note else "")]
 
-    before = _rss_mib()
-    reset = _reset_peak()
-    start = time.perf_counter()
-    run()
-    first = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    peak = _peak_rss_mib(reset) - before
+    first, times, peak = time_launches(run, repeats)
     if side in ("kernel_nb", NO_CAPTURE):
         how = ran[0]
     print(

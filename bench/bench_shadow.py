@@ -16,14 +16,13 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_engine import CASES, _peak_rss_mib, _reset_peak, _rss_mib, build_case  # noqa: E402
+from bench.bench_engine import CASES, build_case, time_launches  # noqa: E402
 
 SIDES = ("plain", "shadow")
 
@@ -42,23 +41,14 @@ def child(side: str, name: str, quick: bool, repeats: int) -> None:
         seen["findings"] = sum(f.kind == "precision_loss" for f in last.findings)
         seen["how"] = last.strategy
 
-    before = _rss_mib()
-    reset = _reset_peak()
-    start = time.perf_counter()
-    run()
-    first = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+    first, times, peak = time_launches(run, repeats)
     print(
         json.dumps(
             {
                 "size": case.size,
                 "first": first,
                 "warm": statistics.median(times),
-                "peak_mib": _peak_rss_mib(reset) - before,
+                "peak_mib": peak,
                 **seen,
             }
         )
