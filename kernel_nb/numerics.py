@@ -12,6 +12,8 @@ comparisons as for the arithmetic.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -114,7 +116,13 @@ _PRECISION: dict[str, tuple[int, int]] = {
 }
 
 
-_NATIVE_SPACING = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16}
+# per float type numpy holds: the type, the integer of its width, its exponent field, and the
+# spacing of its subnormals
+_NATIVE_SPACING = {
+    "fp64": (np.float64, np.int64, 0x7FF0000000000000, 2.0**-1074),
+    "fp32": (np.float32, np.int32, 0x7F800000, 2.0**-149),
+    "fp16": (np.float16, np.int16, 0x7C00, 2.0**-24),
+}
 
 
 def epsilon(type_name: str) -> float:
@@ -128,16 +136,29 @@ def ulp(values: np.ndarray, type_name: str) -> np.ndarray:
     and where a value lies beyond the type's range). In the type itself for fp16/fp32/fp64, else
     in fp64."""
     native = _NATIVE_SPACING.get(type_name)
-    if native is not None:  # in C, in the type itself: the spacing at the value rounded to it
-        with np.errstate(over="ignore"):
-            values = np.asarray(values)
-            rounded = np.asarray(np.abs(values if values.dtype == native else values.astype(native)))
-            return np.spacing(rounded, out=rounded)
+    if native is not None:
+        return _native_ulp(np.asarray(values), type_name, *native)
     bits, lowest = _PRECISION.get(type_name, _PRECISION["fp32"])
     magnitude = np.abs(np.asarray(values, dtype=np.float64))
     _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)
     exponent = np.where(np.isfinite(magnitude) & (magnitude > 0), exponent - 1, lowest)
     return np.ldexp(1.0, np.maximum(exponent, lowest) - bits)
+
+
+def _native_ulp(
+    values: np.ndarray, type_name: str, kind: Any, width: Any, field: int, tiny: float
+) -> np.ndarray:
+    """`ulp` in the type itself, from the bits of the values rounded to it: the power of two of a
+    value's exponent field times 2**-mantissa bits (exact), the subnormal spacing where that is
+    smaller. A few integer passes where np.spacing calls nextafter per element."""
+    with np.errstate(over="ignore"):
+        rounded = values if values.dtype == kind else values.astype(kind)
+    spacing = np.asarray(np.bitwise_and(rounded.view(width), width(field))).view(kind)
+    spacing *= kind(2.0 ** -_PRECISION[type_name][0])
+    np.maximum(spacing, kind(tiny), out=spacing)
+    if np.isinf(spacing.max(initial=0)):  # the exponent field of an infinity or a NaN
+        spacing[np.isinf(spacing)] = np.nan
+    return spacing
 
 
 def truncate_to_tf32(x: np.ndarray) -> np.ndarray:

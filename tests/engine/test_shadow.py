@@ -236,6 +236,26 @@ def test_ulps_are_the_spacing_of_the_type():
     assert np.array_equal(numerics.ulp(half, "fp16"), np.spacing(half.astype(np.float16)).astype(np.float64))
 
 
+@pytest.mark.parametrize(
+    ("name", "kind", "bits"), [("fp32", np.float32, 23), ("fp16", np.float16, 10), ("fp64", np.float64, 52)]
+)
+def test_the_ulps_of_numpys_types_agree_with_its_spacing_across_binades(name, kind, bits):
+    rng = np.random.default_rng(1)
+    info = np.finfo(kind)
+    exponents = rng.integers(int(info.minexp) - bits, int(info.maxexp), 20_000)
+    values = (rng.uniform(1, 2, exponents.size) * 2.0 ** exponents.astype(np.float64)).astype(kind)
+    values = np.concatenate([values, -values, np.array([0, info.smallest_subnormal, info.tiny], kind)])
+    with np.errstate(over="ignore"):
+        expected = np.spacing(np.abs(values))
+    top = np.abs(values) >= 2.0 ** (int(info.maxexp) - 1)
+    # np.spacing overflows in the highest binade; its spacing is 2**(emax - bits) all the same
+    expected[top] = 2.0 ** (int(info.maxexp) - 1 - bits)
+    assert np.array_equal(numerics.ulp(values, name), expected)
+    specials = numerics.ulp(np.array([np.inf, -np.inf, np.nan], kind), name)
+    assert np.isnan(specials).all()
+    assert numerics.ulp(np.array(1.0), name) == info.eps  # a 0-d array, as a statement's scalar
+
+
 # -- findings ---------------------------------------------------------------------------------------
 
 
