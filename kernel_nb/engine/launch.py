@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.checks import precision
-from kernel_nb.engine import failure, triton_compat
+from kernel_nb.engine import allocator, failure, triton_compat
 from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
@@ -59,7 +59,7 @@ class Engine:
         fn = jit.fn
         name = fn.__name__
         # watched from the first step: Ctrl-C while arguments are copied is the launch's too
-        with self.interrupts, _collector_paused():
+        with self.interrupts, _collector_paused(), allocator.reused_memory():
             try:
                 return self._launch(jit, grid, args, kwargs, index)
             except (LaunchInterrupted, LaunchArgumentError):
@@ -111,6 +111,7 @@ class Engine:
                     if context.shadow is not None:
                         context.shadow.settle(lambda name: _results(bound, name))
                         launch.references = context.shadow.references
+                        launch.errors = context.shadow.errors
                         if self.options.detect:
                             operands = {i: s.operands for i, s in enumerate(context.recorder.statement_info)}
                             launch.findings += precision.findings(

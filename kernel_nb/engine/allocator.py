@@ -1,0 +1,59 @@
+"""The C allocator while a launch runs: freed blocks reused in place, not handed back and faulted in.
+
+numpy takes every operation's result from malloc. glibc maps a block above its mmap threshold
+afresh and unmaps it when freed, and hands freed heap memory above its trim threshold back to the
+system; either way the next array of that size touches new pages, one minor fault per 4 KiB. A
+launch makes thousands of temporaries of a few sizes (each statement's value for a batch of
+programs), so with the defaults most of them are faulted in again: layer norm 4096x1024 with an
+fp64 shadow took 135,000 minor faults per warm launch and 1.4x the time it takes without them.
+
+For the launch, blocks up to 32 MiB (glibc's own ceiling for the threshold) come from the heap and
+freed heap memory stays up to `RETAINED_BYTES`. Afterwards the heap keeps 2 x 32 MiB of free
+memory, the state glibc's own rule reaches after it freed one 32 MiB block, and the rest goes back
+to the system (`malloc_trim`). Elsewhere than glibc this does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+# mallopt's parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+MMAP_THRESHOLD = 32 << 20  # glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems)
+RETAINED_BYTES = 256 << 20  # free heap memory a running launch keeps for its next temporaries
+
+
+def _glibc() -> Any | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt, trim = libc.mallopt, libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: musl, macOS, Windows
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return libc
+
+
+_LIBC = _glibc()
+
+
+@contextmanager
+def reused_memory() -> Iterator[None]:
+    """Inside: numpy's temporaries reuse freed heap blocks (see the module's docstring)."""
+    libc = _LIBC
+    if libc is None:
+        yield
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    libc.mallopt(_M_TRIM_THRESHOLD, RETAINED_BYTES)
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
+        libc.malloc_trim(2 * MMAP_THRESHOLD)
