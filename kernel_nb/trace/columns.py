@@ -118,8 +118,12 @@ class DeferredSummaries(SummaryColumns):
     columns when every row's are wanted. A launch whose values are kept then spends nothing on
     summaries until someone looks."""
 
-    def __init__(self, rows: np.ndarray) -> None:
-        self._rows: np.ndarray | None = rows  # (programs, lanes)
+    def __init__(self, rows: np.ndarray, at: np.ndarray | None = None, batch: int = 0) -> None:
+        """`rows`: (programs, lanes), one per row of the batch; or, with `at` (ascending), the
+        rows `at` of a batch of `batch`, whose other rows made no record (see `placed`)."""
+        self._rows: np.ndarray | None = rows
+        self._at = at
+        self._batch = batch
         self._columns: SummaryColumns | None = None
         self._nonfinite: tuple[np.ndarray, np.ndarray] | None = None
         self.size = rows.shape[1]
@@ -128,7 +132,10 @@ class DeferredSummaries(SummaryColumns):
         """The columns, made now if not yet; the rows are no longer held."""
         if self._columns is None:
             assert self._rows is not None
-            self._columns, self._rows = SummaryColumns.of(self._rows), None
+            columns = SummaryColumns.of(self._rows)
+            if self._at is not None:
+                columns = columns.placed(self._at, self._batch)
+            self._columns, self._rows = columns, None
         return self._columns
 
     lo = property(lambda self: self.settle().lo)  # type: ignore[assignment]
@@ -138,9 +145,13 @@ class DeferredSummaries(SummaryColumns):
     inf = property(lambda self: self.settle().inf)  # type: ignore[assignment]
 
     def row(self, r: int) -> Summary:
-        if self._rows is None:
-            return self.settle().row(r)
-        return Summary.of(self._rows[r])
+        if self._rows is not None and self._at is not None:
+            i = int(np.searchsorted(self._at, r))
+            if i < len(self._at) and self._at[i] == r:
+                return Summary.of(self._rows[i])
+        elif self._rows is not None:
+            return Summary.of(self._rows[r])
+        return self.settle().row(r)  # (a row that made no record: zeros, as `placed` holds it)
 
     def nonfinite(self) -> tuple[np.ndarray, np.ndarray]:
         """Per row: holds NaN, holds Inf, from one pass (a row's sum is finite unless it holds
@@ -160,12 +171,23 @@ class DeferredSummaries(SummaryColumns):
                         np.isnan(part).any(axis=1),
                         np.isinf(part).any(axis=1),
                     )
+            if self._at is not None:
+                has_nan, has_inf = (
+                    _placed(has_nan, self._at, self._batch),
+                    _placed(has_inf, self._at, self._batch),
+                )
             self._nonfinite = has_nan, has_inf
         return self._nonfinite
 
     def __reduce__(self) -> tuple[Any, ...]:
         c = self.settle()
         return (SummaryColumns, (c.lo, c.hi, c.mean, c.size, c.nan, c.inf))
+
+
+def _placed(column: np.ndarray, at: np.ndarray, rows: int) -> np.ndarray:
+    full = np.zeros(rows, column.dtype)
+    full[at] = column
+    return full
 
 
 def summary_rows(values: np.ndarray) -> list[Summary]:

@@ -221,18 +221,18 @@ class BatchRecorder(MaskedLoops, Recorder):
             if self.keep:
                 values, value_rows = np.array(rows[:1], copy=True), np.where(self.keep_rows, 0, -1)
         elif self.at is not None:  # the rows are the running programs'
-            summaries = SummaryColumns.of(np.ascontiguousarray(rows.reshape(width, -1))).placed(
-                self.at, batch
-            )
             if self.keep:
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
+            kept = values if self.kept_positions() is None else None
+            summaries = self._summaries(rows, kept, self.at, batch)
         elif self.active is not None:
             # in a masked loop only the running programs make a record: the others cost nothing
             running = np.flatnonzero(self.active)
-            part = np.ascontiguousarray(rows.reshape(batch, -1)[running])
-            summaries = SummaryColumns.of(part).placed(running, batch)
             if self.keep:
                 values, value_rows = self.kept_rows(rows, self.active), self.kept_row_map(self.active)
+            positions = self.kept_positions(self.active)  # of the running rows, those kept
+            kept = values if positions is not None and positions.size == running.size else None
+            summaries = self._summaries(rows.reshape(batch, -1)[running], kept, running, batch)
         else:
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
@@ -265,12 +265,16 @@ class BatchRecorder(MaskedLoops, Recorder):
         return True
 
     @staticmethod
-    def _summaries(rows: np.ndarray, kept: Any) -> SummaryColumns:
-        """The rows' summaries: made when read where `kept` (every row's value, kept) holds them
-        (see DeferredSummaries), else now."""
+    def _summaries(
+        rows: np.ndarray, kept: Any, at: np.ndarray | None = None, batch: int = 0
+    ) -> SummaryColumns:
+        """The rows' summaries (with `at`: those of rows `at` of a batch of `batch`, the others
+        no record's): made when read where `kept` (every one of the rows' values, kept) holds
+        them (see DeferredSummaries), else now."""
         if isinstance(kept, np.ndarray) and kept.flags.c_contiguous and kept.dtype.kind in "biuf":
-            return DeferredSummaries(kept.reshape(len(kept), -1))
-        return SummaryColumns.of(np.ascontiguousarray(rows.reshape(len(rows), -1)))
+            return DeferredSummaries(kept.reshape(len(kept), -1), at, batch)
+        columns = SummaryColumns.of(np.ascontiguousarray(rows.reshape(len(rows), -1)))
+        return columns if at is None else columns.placed(at, batch)
 
     def _pointer_tile(self, value: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
         """A pointer block with an Affine form inside one argument: each program's element offsets
