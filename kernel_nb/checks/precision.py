@@ -13,7 +13,7 @@ on the way:
 - an accumulation in bf16/fp16 across loop iterations that loses more than half of its type's
   mantissa bits.
 
-Errors are read from the summaries every program keeps (the largest error per statement), so
+Errors are read from each statement's largest, kept as the launch runs (`Launch.errors`), so
 programs past the capture budget count as well.
 """
 
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from kernel_nb import numerics
-from kernel_nb.trace import Finding, Launch, Statement
+from kernel_nb.trace import Finding, Launch, Statement, StatementErrors
+from kernel_nb.trace.statement_errors import finite_max, finite_min
 
 # an output element off by more than this many ulps of its type, and by more than this many times
 # its type's epsilon times the largest value of the buffer, has lost precision worth telling
@@ -58,43 +58,6 @@ class _Reach:
     output: str
     true: float
     text: str
-
-
-@dataclass
-class StatementErrors:
-    """One float statement's values and errors over every program and iteration: the largest of
-    each (kept as the launch runs: reading them back from the records would build every record)."""
-
-    dtype: str = ""
-    magnitude: float = 0.0  # the largest |value|
-    ulps: float = 0.0  # the largest error against the shadow
-    own: float = 0.0  # the largest error of its own arithmetic
-    loop: bool = False  # recorded inside a loop
-    tf32: bool = False  # a tf32 dot (fp32 operands truncated) made part of its value
-
-    def add(
-        self, dtype: str, real: np.ndarray, ulps: np.ndarray, own: np.ndarray, *, loop: bool, tf32: bool
-    ) -> None:
-        """Fold in one record: its values, and its errors in ulps against the shadow and its own."""
-        self.dtype = dtype
-        self.loop = self.loop or loop
-        self.tf32 = self.tf32 or tf32
-        self.magnitude = max(self.magnitude, _finite_max(real), -_finite_min(real))
-        if ulps.strides and not any(ulps.strides):
-            return  # one value for every element: the shadow's own values, exact
-        top = _finite_max(ulps)
-        self.ulps = max(self.ulps, top)
-        self.own = max(self.own, top if own is ulps else _finite_max(own))
-
-    def relative_own(self) -> float:
-        """The largest own error relative to the value, about."""
-        return self.own * numerics.epsilon(self.dtype) if self.dtype else 0.0
-
-    def absolute(self) -> float:
-        """The largest absolute error, bounded by the ulps at the largest magnitude."""
-        if not self.dtype:
-            return 0.0
-        return self.ulps * float(numerics.ulp(np.array(self.magnitude), self.dtype))
 
 
 def findings(
@@ -133,7 +96,7 @@ def findings(
         # lost against the buffer's own scale first: a value that is tiny among large ones (the
         # mean of centred data) may be off by many of its own ulps and still be as exact as the data
         seen = reference if every else reference[output.stored]
-        scale = max(_finite_max(seen), -_finite_min(seen)) or 1.0
+        scale = max(finite_max(seen)[0], -finite_min(seen)) or 1.0
         candidates = np.flatnonzero(absolute > OUTPUT_ULPS * numerics.epsilon(output.dtype) * scale)
         if not candidates.size:
             continue
@@ -170,25 +133,6 @@ def findings(
     if imprecise:
         found += [f for stmt, f in accumulating.items() if stmt not in reported]
     return found
-
-
-def _finite_max(values: np.ndarray) -> float:
-    return _finite(values, np.max)
-
-
-def _finite_min(values: np.ndarray) -> float:
-    return _finite(values, np.min)
-
-
-def _finite(values: np.ndarray, reduce: Any) -> float:
-    """`reduce` (np.max or np.min) over the finite values (0 when there are none): one pass where
-    every value is finite, a second, masked, where one is not."""
-    if not values.size:
-        return 0.0
-    found = float(reduce(values))
-    if np.isfinite(found):
-        return found
-    return float(reduce(values, where=np.isfinite(values), initial=0.0))
 
 
 def _trace_back(

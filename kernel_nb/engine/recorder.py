@@ -179,6 +179,24 @@ class Recorder:
         records.append(dataclasses.replace(last, stmt=stmt, seq=self.next_seq()))
         return True
 
+    def running_rows(self, data: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """`data`, a value of shape `shape` as the running programs hold it, as the programs
+        that ran its statement hold it, and how many programs each of what is returned stands
+        for (the batched strategy: the rows of the programs a masked loop still runs; a value one
+        row holds for every program, that row, standing for all of them)."""
+        return data, 1
+
+    def record_companions(self, first: int, values: list[Any]) -> None:
+        """Records of `values` as statements `first`, `first + 1`, ... (a shadow's companions of a
+        record: see engine/shadow.py), made for programs whose values are kept only: a program
+        past the budget is replayed when looked at, companions and all. A value that is the one
+        before it is recorded once, for both statements."""
+        if not self.keep:
+            return
+        for i, value in enumerate(values):
+            if not (i and value is values[i - 1] and self.repeat(first + i, after=first + i - 1)):
+                self.record(first + i, value)
+
     def _trace_nonfinite(self, stmt: int, data: np.ndarray, summary: Summary) -> None:
         """Report the statement where NaN (or Inf) first appears from operands that had none."""
         info = self.statement_info[stmt]

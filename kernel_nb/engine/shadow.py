@@ -16,9 +16,11 @@ trick on a float's encoding, a dot_scaled, anything with no meaning on fp64 valu
 shadow of its own: its real values upcast.
 
 Statements are numbered by epoch: every record the kernel makes closes one, and a value made
-since the last record belongs to the statement being recorded. Each float statement's record is
-followed by three companion records (statements of kinds `COMPANIONS`): the shadow, the error
-against it in units in the last place of the real type, and the statement's own error in ulps.
+since the last record belongs to the statement being recorded. Each float statement's errors
+count toward its largest over the launch (`StatementErrors`, which the findings read), and in
+the programs whose values are kept its record is followed by three companion records
+(statements of kinds `COMPANIONS`): the shadow, the error against it in units in the last place
+of the real type, and the statement's own error in ulps.
 Stores and float atomics write the shadow of what they store into a reference copy of the buffer
 (shadow_reference.py; `Launch.reference`); what a value carries is in shadow_values.py. This
 module holds the run: the builder and language hooks, the records, the statements' errors.
@@ -34,27 +36,36 @@ import numpy as np
 import triton.language as tl
 
 from kernel_nb import numerics
-from kernel_nb.checks.precision import StatementErrors, StoredOutput
+from kernel_nb.checks.precision import StoredOutput
 from kernel_nb.engine import libdevice, triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.patches import patched_methods
 from kernel_nb.engine.shadow_reference import References
 from kernel_nb.engine.shadow_values import (
+    EPOCH,
+    EXACT_OPERATIONS,
+    LOCAL,
     MADE_BY,
+    NATIVE,
+    SHADOW,
     as64,
     attach,
+    exact_reduction,
     floating,
     follow,
     handles,
+    has_local,
     held_bytes,
     local_of,
     real64,
+    settle_exact,
     shadow_of,
     tensor64,
     tensor_of,
     ulps_of,
 )
 from kernel_nb.trace import COMPANION_KINDS as COMPANIONS
+from kernel_nb.trace import StatementErrors
 
 __all__ = ["COMPANIONS", "ShadowRun", "follow", "held_bytes"]
 
@@ -136,29 +147,54 @@ class ShadowRun:
             if triton_compat.is_tensor(value) and floating(value.handle):
                 handle = value.handle
                 setattr(handle, MADE_BY, stmt)
-                real, shadow = real64(handle), shadow_of(handle)
-                local = local_of(handle, self.epoch)
                 type_name = str(handle.dtype)
-                spacing = numerics.ulp(
-                    handle.data if type_name in ("fp16", "fp32", "fp64") else real, type_name
-                )
-                ulps = ulps_of(real, shadow, type_name, spacing)
-                own = ulps if local is shadow else ulps_of(real, local, type_name, spacing)
-                recorder.record(first, tensor64(value, shadow))
-                recorder.record(first + 1, tensor_of(value, ulps, tl.float32))
-                if own is not ulps or not recorder.repeat(first + 2, after=first + 1):
-                    recorder.record(first + 2, tensor_of(value, own, tl.float32))
+                # numpy's own float types enter the arithmetic as they are (upcast as it runs)
+                real = np.asarray(handle.data) if type_name in NATIVE else real64(handle)
+                shadow = shadow_of(handle)
+                local = getattr(handle, LOCAL, None) if getattr(handle, EPOCH, None) == self.epoch else None
+                if getattr(handle, SHADOW, None) is None:  # its shadow is its own values: exact
+                    ulps = own = ulps_of(real, real, type_name, real)
+                else:
+                    spacing = numerics.ulp(real, type_name)
+                    ulps = ulps_of(real, shadow, type_name, spacing)
+                    if local is shadow:
+                        own = ulps
+                    elif local is None:  # not made by this statement: it added nothing
+                        own = ulps_of(real, real, type_name, real)
+                    else:
+                        own = ulps_of(real, local, type_name, spacing)
+                # a local value serves its statement only: it is not held past it
+                setattr(handle, LOCAL, None)
+                if recorder.keep:
+                    error = tensor_of(value, ulps, tl.float32)
+                    recorder.record_companions(
+                        first,
+                        [
+                            tensor64(value, shadow),
+                            error,
+                            error if own is ulps else tensor_of(value, own, tl.float32),
+                        ],
+                    )
                 errors = self.errors.get(stmt)
                 if errors is None:
                     errors = self.errors[stmt] = StatementErrors()
-                errors.add(
+                shape = triton_compat.tensor_shape(value)
+                real_part = recorder.running_rows(real, shape)[0]
+                ulps_part, programs = recorder.running_rows(ulps, shape)
+                own_part = ulps_part if own is ulps else recorder.running_rows(own, shape)[0]
+                exact = errors.add(
                     type_name,
-                    real,
-                    ulps,
-                    own,
+                    real_part,
+                    ulps_part,
+                    own_part,
                     loop=bool(recorder.iteration),
                     tf32=self._tf32_epoch == self.epoch,
+                    programs=programs,
                 )
+                if exact and getattr(handle, SHADOW, None) is not None:
+                    # later statements read it as the exact value it is: one run of theirs then
+                    # serves as both their shadow and their local value (a max, a select, ...)
+                    settle_exact(handle, shadow)
         finally:
             self.epoch += 1
 
@@ -206,7 +242,7 @@ class ShadowRun:
             elif name == triton_compat.DOT.name:
                 hooks[name] = self._dot_hook(original)
             else:
-                hooks[name] = self._followed(original)
+                hooks[name] = self._followed(original, exact=name in EXACT_OPERATIONS)
         if hasattr(builder, triton_compat.CAST.name):
             hooks[triton_compat.CAST.name] = self._cast_hook(
                 getattr(builder, triton_compat.CAST.name), unsigned=False
@@ -217,31 +253,44 @@ class ShadowRun:
             stack.enter_context(triton_compat.extern_observer(self._extern))
             yield
 
-    def _followed(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _followed(self, original: Callable[..., Any], *, exact: bool = False) -> Callable[..., Any]:
+        """`exact`: the operation rounds nothing (a select, a maximum, a negation): its result is
+        one of its operands' values, so that from real operands it makes its real result."""
+
         def hooked(*args: Any) -> Any:
             result = original(*args)
             if self.inside:
                 return result
             outputs = [h for h in handles(result) if floating(h)]
-            if not outputs or not any(floating(a) for a in args if isinstance(a, triton_compat.TensorHandle)):
+            floats = [a for a in args if isinstance(a, triton_compat.TensorHandle) and floating(a)]
+            if not outputs or not floats:
                 return result
             epoch = self.epoch
+            if exact and all(getattr(a, SHADOW, None) is None for a in floats):
+                return result  # exact operands: an exact result, which is its own shadow
+            # from operands that are their real values, an exact operation makes its real result:
+            # its local value is that, upcast when read (see local_of)
+            real_result = exact and not any(has_local(a, epoch) for a in floats)
             self.inside = True
             try:
                 shadows = [self._operand(a, shadow_of) for a in args]
-                locals_ = [self._operand(a, lambda h: local_of(h, epoch)) for a in args]
                 shadow = original(*shadows)
-                # operands whose local values are their shadows (loads, say) give the same result
-                same = all(s is lo or s.data is lo.data for s, lo in zip(shadows, locals_))
-                local = shadow if same else original(*locals_)
+                if real_result:
+                    local = None
+                else:
+                    locals_ = [self._operand(a, lambda h: local_of(h, epoch)) for a in args]
+                    # operands whose local values are their shadows (loads, say) give the same result
+                    same = all(s is lo or s.data is lo.data for s, lo in zip(shadows, locals_))
+                    local = shadow if same else original(*locals_)
             except (TypeError, ValueError):
                 # an operation that has no meaning on fp64 values: its result starts a shadow of its own
                 return result
             finally:
                 self.inside = False
-            for out, s, lo in zip(handles(result), handles(shadow), handles(local)):
+            made_locals = [None] * len(handles(result)) if local is None else handles(local)
+            for out, s, lo in zip(handles(result), handles(shadow), made_locals):
                 if floating(out):
-                    attach(out, np.asarray(s.data), np.asarray(lo.data), epoch)
+                    attach(out, np.asarray(s.data), None if lo is None else np.asarray(lo.data), epoch)
             return result
 
         return hooked
@@ -380,20 +429,31 @@ class ShadowRun:
                 return original(moved if isinstance(input, tuple) else moved[0], *args, **kwargs)
 
             floats = [t.handle for t in inputs if triton_compat.is_tensor(t) and floating(t.handle)]
+            combine = args[1] if len(args) > 1 else kwargs.get("combine_fn")
+            exact = exact_reduction(combine)
+            if exact and all(getattr(h, SHADOW, None) is None for h in floats):
+                return result  # the largest of exact values: exact
+            real_result = exact and not any(has_local(h, epoch) for h in floats)
             self.inside = True
             try:
                 shadow = rerun(shadow_of)
-                same = all(shadow_of(h) is local_of(h, epoch) for h in floats)
-                local = shadow if same else rerun(lambda h: local_of(h, epoch))
+                if real_result:  # as in _followed: its local value is its real result
+                    local = None
+                else:
+                    same = all(shadow_of(h) is local_of(h, epoch) for h in floats)
+                    local = shadow if same else rerun(lambda h: local_of(h, epoch))
             finally:
                 self.inside = False
             results = result if isinstance(result, tuple) else (result,)
             shadows = shadow if isinstance(shadow, tuple) else (shadow,)
-            locals_ = local if isinstance(local, tuple) else (local,)
+            locals_ = (
+                (None,) * len(results) if local is None else local if isinstance(local, tuple) else (local,)
+            )
             for out, s, lo in zip(results, shadows, locals_):
                 if triton_compat.is_tensor(out) and floating(out.handle) and triton_compat.is_tensor(s):
                     made = real64(s.handle)
-                    attach(out.handle, made, made if s is lo else real64(lo.handle), epoch)
+                    local_made = None if lo is None else made if s is lo else real64(lo.handle)
+                    attach(out.handle, made, local_made, epoch)
             return result
 
         return reduce

@@ -18,6 +18,35 @@ LOCAL = "_kernel_nb_local"
 EPOCH = "_kernel_nb_epoch"
 REAL64 = "_kernel_nb_real64"  # (the data it was made from, the values in fp64)
 MADE_BY = "_kernel_nb_statement"  # the statement whose record a value was (kept through casts)
+NATIVE = ("fp16", "fp32", "fp64")  # the float types numpy computes in (the others are bits)
+
+
+# float operations that round nothing: each element of the result is one of the operands' elements,
+# or its negation or magnitude
+EXACT_OPERATIONS = {
+    "create_select",
+    "create_maximumf",
+    "create_minimumf",
+    "create_maxnumf",
+    "create_minnumf",
+    "create_clampf",
+    "create_fneg",
+    "create_fabs",
+}
+# the language's reductions that round nothing (tl.max, tl.min, and with indices), by combine function
+_EXACT_COMBINES = {
+    "_elementwise_max",
+    "_elementwise_min",
+    "_argmax_combine_tie_break_left",
+    "_argmax_combine_tie_break_fast",
+    "_argmin_combine_tie_break_left",
+    "_argmin_combine_tie_break_fast",
+}
+
+
+def exact_reduction(combine: Any) -> bool:
+    """Whether a reduction with combine function `combine` (a JITFunction) rounds nothing."""
+    return getattr(getattr(combine, "fn", combine), "__name__", "") in _EXACT_COMBINES
 
 
 def floating(handle: Any) -> bool:
@@ -37,7 +66,7 @@ def real64(handle: Any) -> np.ndarray:
     values = np.asarray(data)
     if numerics.is_bits_float(name):
         values = numerics.decode(values, name)
-    values = values.astype(np.float64)
+    values = values.astype(np.float64, copy=False)  # an fp64 value's own array serves
     setattr(handle, REAL64, (data, values))
     return values
 
@@ -58,18 +87,31 @@ def local_of(handle: Any, epoch: int) -> np.ndarray:
     return real64(handle)
 
 
+def has_local(handle: Any, epoch: int) -> bool:
+    """Whether the statement of `epoch` made `handle` with a local value other than its values."""
+    return getattr(handle, EPOCH, None) == epoch and getattr(handle, LOCAL, None) is not None
+
+
 def held_bytes(handle: Any) -> int:
-    """Bytes of the fp64 arrays the shadow keeps on a value (0 without a shadow)."""
-    arrays = {
-        id(a): a for a in (getattr(handle, SHADOW, None), getattr(handle, LOCAL, None)) if a is not None
-    }
+    """Bytes of the fp64 arrays the shadow keeps on a value past its statement (0 without a
+    shadow): its shadow and its values upcast, not its local value (see ShadowRun.record)."""
+    arrays = {id(a): a for a in (getattr(handle, SHADOW, None),) if a is not None}
     cached = getattr(handle, REAL64, None)
-    if cached is not None:
+    if cached is not None and cached[1] is not cached[0]:  # an fp64 value's upcast is itself
         arrays[id(cached[1])] = cached[1]
     return sum(a.nbytes for a in arrays.values())
 
 
-def attach(handle: Any, shadow: np.ndarray, local: np.ndarray, epoch: int) -> None:
+def settle_exact(handle: Any, shadow: np.ndarray) -> None:
+    """A value whose shadow equals its values (to 2**-150 and less: their difference in fp32 is
+    0) becomes one without a shadow, its values upcast being the shadow's array: then
+    `shadow_of(h) is local_of(h, e)`, which tells the operations that read it that one fp64 run
+    serves for both."""
+    setattr(handle, SHADOW, None)
+    setattr(handle, REAL64, (handle.data, shadow))
+
+
+def attach(handle: Any, shadow: np.ndarray, local: np.ndarray | None, epoch: int) -> None:
     setattr(handle, SHADOW, shadow)
     setattr(handle, LOCAL, local)
     setattr(handle, EPOCH, epoch)
@@ -122,10 +164,14 @@ def ulps_of(real: np.ndarray, reference: np.ndarray, type_name: str, spacing: np
 def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:
     """Where the batched strategy made `result` from rows of `sources` with `rows` (a masked
     loop narrowing its values to the programs still running, or merging them back), the same rows
-    of their shadows."""
+    of their shadows, and of their local values while the statement that made them runs."""
     if not floating(result) or all(getattr(h, SHADOW, None) is None for h in sources):
         return
     epoch = max(getattr(h, EPOCH, -1) for h in sources)
     shadow = rows(*[as64(h, shadow_of(h)) for h in sources])
+    if all(getattr(h, LOCAL, None) is None for h in sources):
+        # their statements are done (see ShadowRun.record): a later one reads the values upcast
+        attach(result, np.asarray(shadow.data), None, -1)
+        return
     local = rows(*[as64(h, local_of(h, epoch)) for h in sources])
     attach(result, np.asarray(shadow.data), np.asarray(local.data), epoch)

@@ -49,6 +49,7 @@ from kernel_nb.trace.records import (
     Summary,
     as_pid,
 )
+from kernel_nb.trace.statement_errors import StatementErrors
 
 __all__ = [
     "COMPANION_KINDS",
@@ -81,6 +82,7 @@ __all__ = [
     "SourceInfo",
     "Statement",
     "StatementDiff",
+    "StatementErrors",
     "Status",
     "Summary",
     "SummaryColumns",

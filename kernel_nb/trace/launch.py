@@ -31,6 +31,7 @@ from kernel_nb.trace.records import (
     Statement,
     as_pid,
 )
+from kernel_nb.trace.statement_errors import StatementErrors
 
 _MAGIC = b"kernel_nb-trace\x00"
 _FORMAT = 1
@@ -107,6 +108,8 @@ class Launch:
         shadow: the shadow the launch ran with ("fp64": see `Options.shadow`), or None.
         references: with a shadow, per buffer argument the launch stored floats into, its elements
             in fp64 as the shadow computed them (see `reference`).
+        errors: with a shadow, per float statement its largest value and errors over every
+            program and iteration, whether its values were kept or not (see StatementErrors).
         comparison: the launch against its compiled run on the GPU (`%%tkernel compare`).
         divergence: statement by statement, where chosen programs first compute something else on
             the GPU (`%%tkernel compare` with chosen programs or a mismatch).
@@ -139,6 +142,7 @@ class Launch:
     divergence: Divergence | None = field(default=None, repr=False)
     shadow: str | None = None
     references: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    errors: dict[int, StatementErrors] = field(default_factory=dict, repr=False)
 
     @property
     def num_programs(self) -> int:

@@ -93,3 +93,20 @@ def abs_fp8(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     y = tl.abs(tl.load(x_ptr + offs))
     tl.store(out_ptr + offs, y)
+
+
+@triton.jit
+def exact_ops(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Operations that round nothing (maximum, where, tl.max) on values that carry errors."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    p = x * y
+    q = x / y
+    top = tl.maximum(p, q)
+    picked = tl.where(x > y, p, q)
+    clipped = tl.maximum(x * y, 0.0)
+    m = tl.max(q, axis=0)
+    larger = tl.maximum(x, y)
+    twice = larger * 3.0
+    tl.store(out_ptr + offs, top + picked + clipped + m + twice)

@@ -190,16 +190,43 @@ def test_companions_are_kept_under_the_budget_and_replayed_past_it():
     kept = [pid for pid, p in launch.programs.items() if p.kept]
     assert kept and len(kept) < 3
     assert launch.kept_bytes <= 2 * budget + (1 << 20)
-    # a program past the budget keeps the summaries of its errors, and is replayed with its shadow
+    # a program past the budget is replayed with its shadow when looked at, and its errors count
+    # toward the statement's largest all the same
     last = launch.pid_of(2)
-    summaries = {
-        launch.statements[r.stmt].kind: r.summary
-        for r in launch.programs[last].records
-        if launch.statements[r.stmt].name == "d"
-    }
-    assert summaries["error"].max > 1e6 and summaries["own_error"].max < summaries["error"].max
+    assert last not in kept
     d = launch.precision(last, "d")
-    assert np.isclose(d.ulps.max(), summaries["error"].max, rtol=1e-6)
+    assert d.ulps.max() > 1e6 and d.own_ulps.max() < d.ulps.max()
+    (stmt,) = {
+        s.id
+        for s in launch.statements
+        if s.name == "d" and s.kind not in COMPANION_KINDS and s.id in launch.errors
+    }
+    worst = [launch.precision(launch.pid_of(i), "d") for i in range(3)]
+    assert np.isclose(launch.errors[stmt].ulps, max(w.ulps.max() for w in worst), rtol=1e-6)
+    assert np.isclose(launch.errors[stmt].own, max(w.own_ulps.max() for w in worst), rtol=1e-6)
+
+
+def test_programs_past_the_budget_make_no_companion_records():
+    n, block = 64 * 200, 64
+    x = np.linspace(0.5, 2.0, n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    with kernel_nb.interpret(shadow="fp64", budget_bytes=32 << 10) as session:
+        k.chain[(triton.cdiv(n, block),)](x, x[::-1].copy(), out, n, BLOCK=block)
+    launch = session.trace[0]
+    companions = {s.id for s in launch.statements if s.kind in COMPANION_KINDS}
+    with_companions = [
+        pid for pid, p in launch.programs.items() if any(r.stmt in companions for r in p.records)
+    ]
+    kept = [pid for pid, p in launch.programs.items() if p.kept]
+    assert kept and len(with_companions) < len(launch.programs) // 2
+    # every kept program has them, and the statements' largest errors count every program
+    assert set(kept) <= set(with_companions)
+    last = launch.pid_of(launch.num_programs - 1)
+    assert last not in with_companions
+    s_stmt = next(r.stmt for r in launch.programs[last].records if launch.statements[r.stmt].name == "s")
+    assert launch.statements[s_stmt].kind not in COMPANION_KINDS
+    replayed = [launch.precision(launch.pid_of(i), "s").own_ulps.max() for i in range(launch.num_programs)]
+    assert launch.errors[s_stmt].own == pytest.approx(max(replayed), rel=1e-6)
 
 
 def test_a_buffer_nothing_stored_into_is_its_inputs():
@@ -254,6 +281,44 @@ def test_the_ulps_of_numpys_types_agree_with_its_spacing_across_binades(name, ki
     specials = numerics.ulp(np.array([np.inf, -np.inf, np.nan], kind), name)
     assert np.isnan(specials).all()
     assert numerics.ulp(np.array(1.0), name) == info.eps  # a 0-d array, as a statement's scalar
+
+
+
+def test_operations_that_round_nothing_add_no_error_of_their_own():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+    y = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.exact_ops[(1,)](x, y, out, BLOCK=64)
+    launch = session.trace[0]
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    p, q = x64 * y64, x64 / y64
+    shadows = {
+        "top": np.maximum(p, q),
+        "picked": np.where(x > y, p, q),
+        "clipped": np.maximum(p, 0.0),
+        "m": q.max(),
+        "larger": np.maximum(x64, y64),
+        "twice": np.maximum(x64, y64) * 3.0,
+    }
+    for name, shadow in shadows.items():
+        got = launch.precision(0, name)
+        assert np.array_equal(got.shadow, shadow), name
+        spacing = numerics.ulp(got.value, "fp32")
+        assert np.allclose(got.ulps, np.abs(got.value - shadow) / spacing, rtol=1e-6, atol=0), name
+    # the maximum, the select and the reduction only pass their operands' errors on
+    for name in ("top", "picked", "m", "larger"):
+        assert not launch.precision(0, name).own_ulps.any(), name
+    assert launch.precision(0, "top").ulps.max() > 0
+    # a product rounded within the statement is the statement's own error
+    clipped = launch.precision(0, "clipped")
+    assert np.array_equal(clipped.own_ulps, clipped.ulps) and clipped.own_ulps.max() > 0
+    # from exact operands, all of a statement's error is its own
+    twice = launch.precision(0, "twice")
+    assert np.array_equal(twice.own_ulps, twice.ulps)
+    stmt = {s.name: s.id for s in launch.statements if s.kind not in COMPANION_KINDS}
+    assert launch.errors[stmt["top"]].own == 0 and launch.errors[stmt["top"]].ulps > 0
 
 
 # -- findings ---------------------------------------------------------------------------------------

@@ -70,4 +70,6 @@ def test_the_shadow_leaves_the_real_run_as_it_is_and_both_strategies_agree(name,
         for a, s in zip(a_comp[pid], s_comp[pid]):
             if a[5].value is not None and s[5].value is not None:
                 assert np.array_equal(a[5].value, s[5].value, equal_nan=True), (pid, a[0])
+    # every statement's largest errors, over every program
+    assert auto.errors == serial.errors
     assert [(f.kind, f.line) for f in auto.findings] == [(f.kind, f.line) for f in serial.findings]

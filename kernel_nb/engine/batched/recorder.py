@@ -151,6 +151,17 @@ class BatchRecorder(MaskedLoops, Recorder):
         """Per row of the values held now, whether its program runs (None: all do)."""
         return None if self.at is not None else self.active
 
+    def running_rows(self, data: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        if not np.ndim(data) or not np.shape(data)[0]:
+            rows, shared = data, True
+        else:
+            rows = self._rows_of(np.asarray(data), shape)
+            shared = self.width > 1 and rows.strides[0] == 0
+        running = self.running()
+        if shared:  # one row that every program holds
+            return rows[:1] if np.ndim(rows) else rows, self.width if running is None else int(running.sum())
+        return (rows if running is None else rows[running]), 1
+
     def _rows_of(self, data: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         b = data.shape[0]
         width = self.width
@@ -263,6 +274,19 @@ class BatchRecorder(MaskedLoops, Recorder):
             return False
         self.add_block(dataclasses.replace(self.record_blocks[-1], stmt=stmt, seq=self.next_seq()))
         return True
+
+    def record_companions(self, first: int, values: list[Any]) -> None:
+        if not self.keep or self.at is not None or self.kept_index is None:
+            # none kept; or every row held is (the rows of a narrowed loop are recorded whole)
+            super().record_companions(first, values)
+            return
+        # the rows of kept programs make the records, as a masked loop's running ones do
+        running = self.active
+        self.active = self.keep_rows if running is None else running & self.keep_rows
+        try:
+            super().record_companions(first, values)
+        finally:
+            self.active = running
 
     @staticmethod
     def _summaries(
