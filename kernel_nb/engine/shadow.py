@@ -48,7 +48,7 @@ from kernel_nb.engine.shadow_values import (
     MADE_BY,
     NATIVE,
     SHADOW,
-    as64,
+    WIDENING_OPERATIONS,
     attach,
     exact_reduction,
     floating,
@@ -57,6 +57,7 @@ from kernel_nb.engine.shadow_values import (
     has_local,
     held_bytes,
     local_of,
+    operands64,
     real64,
     settle_exact,
     shadow_of,
@@ -242,7 +243,9 @@ class ShadowRun:
             elif name == triton_compat.DOT.name:
                 hooks[name] = self._dot_hook(original)
             else:
-                hooks[name] = self._followed(original, exact=name in EXACT_OPERATIONS)
+                hooks[name] = self._followed(
+                    original, exact=name in EXACT_OPERATIONS, widens=name in WIDENING_OPERATIONS
+                )
         if hasattr(builder, triton_compat.CAST.name):
             hooks[triton_compat.CAST.name] = self._cast_hook(
                 getattr(builder, triton_compat.CAST.name), unsigned=False
@@ -253,9 +256,12 @@ class ShadowRun:
             stack.enter_context(triton_compat.extern_observer(self._extern))
             yield
 
-    def _followed(self, original: Callable[..., Any], *, exact: bool = False) -> Callable[..., Any]:
+    def _followed(
+        self, original: Callable[..., Any], *, exact: bool = False, widens: bool = False
+    ) -> Callable[..., Any]:
         """`exact`: the operation rounds nothing (a select, a maximum, a negation): its result is
-        one of its operands' values, so that from real operands it makes its real result."""
+        one of its operands' values, so that from real operands it makes its real result.
+        `widens`: an elementwise numpy operation, which computes in fp64 when one operand is."""
 
         def hooked(*args: Any) -> Any:
             result = original(*args)
@@ -273,12 +279,14 @@ class ShadowRun:
             real_result = exact and not any(has_local(a, epoch) for a in floats)
             self.inside = True
             try:
-                shadows = [self._operand(a, shadow_of) for a in args]
+                shadows = operands64(args, shadow_of, lambda h: getattr(h, SHADOW, None) is None, widens)
                 shadow = original(*shadows)
                 if real_result:
                     local = None
                 else:
-                    locals_ = [self._operand(a, lambda h: local_of(h, epoch)) for a in args]
+                    locals_ = operands64(
+                        args, lambda h: local_of(h, epoch), lambda h: not has_local(h, epoch), widens
+                    )
                     # operands whose local values are their shadows (loads, say) give the same result
                     same = all(s is lo or s.data is lo.data for s, lo in zip(shadows, locals_))
                     local = shadow if same else original(*locals_)
@@ -294,12 +302,6 @@ class ShadowRun:
             return result
 
         return hooked
-
-    @staticmethod
-    def _operand(arg: Any, values: Callable[[Any], np.ndarray]) -> Any:
-        if isinstance(arg, triton_compat.TensorHandle) and floating(arg):
-            return as64(arg, values(arg))
-        return arg
 
     def _cast_hook(self, original: Callable[..., Any], *, unsigned: bool) -> Callable[..., Any]:
         def hooked(src: Any, *rest: Any) -> Any:

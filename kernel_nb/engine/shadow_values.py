@@ -33,6 +33,22 @@ EXACT_OPERATIONS = {
     "create_fneg",
     "create_fabs",
 }
+# elementwise float operations the interpreter runs as numpy ufuncs on its operands' arrays: with
+# one fp64 operand, numpy computes in fp64, widening fp16/fp32 operands element by element (under
+# numpy 2's promotion rules; numpy 1 narrows a 0-d fp64 operand to an fp32 array's type instead)
+WIDENING_OPERATIONS = {
+    "create_fadd",
+    "create_fsub",
+    "create_fmul",
+    "create_fdiv",
+    "create_precise_divf",
+    "create_select",
+    "create_maximumf",
+    "create_minimumf",
+    "create_maxnumf",
+    "create_minnumf",
+}
+WIDENS = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 # the language's reductions that round nothing (tl.max, tl.min, and with indices), by combine function
 _EXACT_COMBINES = {
     "_elementwise_max",
@@ -159,6 +175,29 @@ def ulps_of(real: np.ndarray, reference: np.ndarray, type_name: str, spacing: np
         undefined = np.isnan(small)
         small[undefined & (real == reference)] = 0.0  # an infinity the shadow has too is no error
     return small
+
+
+def operand64(arg: Any, values: Callable[[Any], np.ndarray]) -> Any:
+    """An operation's argument, a float operand as an fp64 handle of `values` of it."""
+    if isinstance(arg, triton_compat.TensorHandle) and floating(arg):
+        return as64(arg, values(arg))
+    return arg
+
+
+def operands64(
+    args: Any, values: Callable[[Any], np.ndarray], real: Callable[[Any], bool], widens: bool
+) -> list[Any]:
+    """An operation's arguments with fp64 values for its float operands (`values` of them).
+    Where it `widens` (see WIDENING_OPERATIONS), an operand whose values would be its real ones
+    upcast (`real`) enters as its fp16/fp32 values when another operand is fp64 already: numpy
+    widens them as it runs, and no fp64 copy is made (of a load every statement reads, say)."""
+    if not (widens and WIDENS):
+        return [operand64(a, values) for a in args]
+    floats = [i for i, a in enumerate(args) if isinstance(a, triton_compat.TensorHandle) and floating(a)]
+    raw = {i for i in floats if str(args[i].dtype) in ("fp16", "fp32") and real(args[i])}
+    if raw and len(raw) == len(floats):
+        raw.discard(min(raw))  # one fp64 operand, for the others to widen to
+    return [as64(a, np.asarray(a.data)) if i in raw else operand64(a, values) for i, a in enumerate(args)]
 
 
 def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:

@@ -283,7 +283,6 @@ def test_the_ulps_of_numpys_types_agree_with_its_spacing_across_binades(name, ki
     assert numerics.ulp(np.array(1.0), name) == info.eps  # a 0-d array, as a statement's scalar
 
 
-
 def test_operations_that_round_nothing_add_no_error_of_their_own():
     rng = np.random.default_rng(3)
     x = rng.uniform(0.5, 2.0, 64).astype(np.float32)

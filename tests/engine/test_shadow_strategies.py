@@ -9,11 +9,11 @@ from kernel_nb.trace import COMPANION_KINDS
 from tests.engine import test_strategies as scenarios
 
 
-def _run(name, strategy, shadow):
+def _run(name, strategy, shadow, **options):
     make, launch, _ = scenarios.SCENARIOS[name]
     scenarios.rng = np.random.default_rng(abs(hash(name)) % 2**32)
     arrays = make()
-    with kernel_nb.interpret(strategy=strategy, shadow=shadow) as session:
+    with kernel_nb.interpret(strategy=strategy, shadow=shadow, **options) as session:
         launch(arrays)
     return arrays, session.trace[0]
 
@@ -73,3 +73,31 @@ def test_the_shadow_leaves_the_real_run_as_it_is_and_both_strategies_agree(name,
     # every statement's largest errors, over every program
     assert auto.errors == serial.errors
     assert [(f.kind, f.line) for f in auto.findings] == [(f.kind, f.line) for f in serial.findings]
+
+
+@pytest.mark.parametrize(
+    "name", ["flash_attention", "masked_loop", "nested_masked_loops", "tuple_in_masked_loop"]
+)
+def test_a_budget_that_keeps_some_programs_keeps_their_companions_alone(name):
+    """Masked and narrowed loops where the budget keeps only the first programs: the companions
+    are recorded for those, the batch is not given up, and the errors still count every program."""
+    budget = 6 << 10
+    plain_arrays, plain = _run(name, "auto", None, budget_bytes=budget)
+    arrays, auto = _run(name, "auto", "fp64", budget_bytes=budget)
+    _, serial = _run(name, "serial", "fp64", budget_bytes=budget)
+    assert auto.strategy == plain.strategy == "batched", auto.strategy_note
+    for before, after in zip(plain_arrays, arrays):
+        assert np.array_equal(_bytes(before), _bytes(after))
+    kept = [pid for pid, p in auto.programs.items() if p.kept]
+    assert 0 < len(kept) < len(auto.programs)
+    companions = {s.id for s in auto.statements if s.kind in COMPANION_KINDS}
+    for pid, program in auto.programs.items():
+        made = [r for r in program.records if r.stmt in companions]
+        if pid in kept:
+            assert made and all(r.value is not None for r in made), pid
+        else:  # cut while its batch ran: the summaries of what it recorded until then, no values
+            assert all(r.value is None for r in made), pid
+    assert auto.errors == serial.errors
+    for pid in (p for p in kept if serial.programs[p].kept):
+        a, s = _records(auto, True)[pid], _records(serial, True)[pid]
+        assert [row[:5] for row in a] == [row[:5] for row in s], pid

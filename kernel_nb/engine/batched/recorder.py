@@ -96,6 +96,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._summary_bytes = 0
         self._summary_peak = 0
         self._kept_row_bytes = 0  # what a kept program's values took, by the last batch
+        self._kept_only = False  # records being made are the kept programs' alone (see record_companions)
 
     def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
         """Start recording a batch; observations go to `observations` (None: none)."""
@@ -234,8 +235,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         elif self.at is not None:  # the rows are the running programs'
             if self.keep:
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
-            kept = values if self.kept_positions() is None else None
-            summaries = self._summaries(rows, kept, self.at, batch)
+            positions = self.kept_positions()
+            if self._kept_only and positions is not None:  # made by the kept programs alone
+                summaries = self._summaries(rows[positions], values, self.at[positions], batch)
+            else:
+                kept = values if positions is None else None
+                summaries = self._summaries(rows, kept, self.at, batch)
         elif self.active is not None:
             # in a masked loop only the running programs make a record: the others cost nothing
             running = np.flatnonzero(self.active)
@@ -276,17 +281,22 @@ class BatchRecorder(MaskedLoops, Recorder):
         return True
 
     def record_companions(self, first: int, values: list[Any]) -> None:
-        if not self.keep or self.at is not None or self.kept_index is None:
-            # none kept; or every row held is (the rows of a narrowed loop are recorded whole)
-            super().record_companions(first, values)
+        if not self.keep or (self.at is None and self.kept_index is None):
+            super().record_companions(first, values)  # none kept, or every row is
             return
+        if self.at is not None:
+            positions = self.kept_positions()
+            if positions is not None and not positions.size:
+                return  # none of the programs a narrowed loop still runs is kept
         # the rows of kept programs make the records, as a masked loop's running ones do
         running = self.active
         self.active = self.keep_rows if running is None else running & self.keep_rows
+        self._kept_only = True
         try:
             super().record_companions(first, values)
         finally:
             self.active = running
+            self._kept_only = False
 
     @staticmethod
     def _summaries(
@@ -295,7 +305,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         """The rows' summaries (with `at`: those of rows `at` of a batch of `batch`, the others
         no record's): made when read where `kept` (every one of the rows' values, kept) holds
         them (see DeferredSummaries), else now."""
-        if isinstance(kept, np.ndarray) and kept.flags.c_contiguous and kept.dtype.kind in "biuf":
+        if (
+            isinstance(kept, np.ndarray)
+            and kept.flags.c_contiguous
+            and kept.dtype.kind in "biuf"
+            and len(kept)
+        ):
             return DeferredSummaries(kept.reshape(len(kept), -1), at, batch)
         columns = SummaryColumns.of(np.ascontiguousarray(rows.reshape(len(rows), -1)))
         return columns if at is None else columns.placed(at, batch)
