@@ -145,7 +145,11 @@ class Recorder:
         extracted = self._extract(value)
         if extracted is None:
             return
-        data, dtype, shape, pointer_arg = extracted
+        self._record_data(stmt, *extracted)
+
+    def _record_data(
+        self, stmt: int, data: np.ndarray, dtype: str, shape: tuple[int, ...], pointer_arg: str | None
+    ) -> None:
         record = Record(
             stmt=stmt,
             seq=self.next_seq(),
@@ -186,16 +190,24 @@ class Recorder:
         row holds for every program, that row, standing for all of them)."""
         return data, 1
 
-    def record_companions(self, first: int, values: list[Any]) -> None:
-        """Records of `values` as statements `first`, `first + 1`, ... (a shadow's companions of a
+    def record_companions(
+        self, first: int, values: list[tuple[np.ndarray, str]], shape: tuple[int, ...]
+    ) -> None:
+        """Records of `values` (each an array of the running programs' values of shape `shape`,
+        and its type's name) as statements `first`, `first + 1`, ... (a shadow's companions of a
         record: see engine/shadow.py), made for programs whose values are kept only: a program
-        past the budget is replayed when looked at, companions and all. A value that is the one
+        past the budget is replayed when looked at, companions and all. An array that is the one
         before it is recorded once, for both statements."""
         if not self.keep:
             return
-        for i, value in enumerate(values):
-            if not (i and value is values[i - 1] and self.repeat(first + i, after=first + i - 1)):
-                self.record(first + i, value)
+        for i, (data, dtype) in enumerate(values):
+            if not (i and data is values[i - 1][0] and self.repeat(first + i, after=first + i - 1)):
+                self._record_values(first + i, data, dtype, shape)
+
+    def _record_values(self, stmt: int, data: np.ndarray, dtype: str, shape: tuple[int, ...]) -> None:
+        self._record_data(
+            stmt, data.reshape(shape) if data.size == int(np.prod(shape)) else data, dtype, shape, None
+        )
 
     def _trace_nonfinite(self, stmt: int, data: np.ndarray, summary: Summary) -> None:
         """Report the statement where NaN (or Inf) first appears from operands that had none."""

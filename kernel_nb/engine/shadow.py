@@ -62,7 +62,6 @@ from kernel_nb.engine.shadow_values import (
     settle_exact,
     shadow_of,
     tensor64,
-    tensor_of,
     ulps_of,
 )
 from kernel_nb.trace import COMPANION_KINDS as COMPANIONS
@@ -166,20 +165,11 @@ class ShadowRun:
                         own = ulps_of(real, local, type_name, spacing)
                 # a local value serves its statement only: it is not held past it
                 setattr(handle, LOCAL, None)
-                if recorder.keep:
-                    error = tensor_of(value, ulps, tl.float32)
-                    recorder.record_companions(
-                        first,
-                        [
-                            tensor64(value, shadow),
-                            error,
-                            error if own is ulps else tensor_of(value, own, tl.float32),
-                        ],
-                    )
+                shape = triton_compat.tensor_shape(value)
+                recorder.record_companions(first, [(shadow, "fp64"), (ulps, "fp32"), (own, "fp32")], shape)
                 errors = self.errors.get(stmt)
                 if errors is None:
                     errors = self.errors[stmt] = StatementErrors()
-                shape = triton_compat.tensor_shape(value)
                 real_part = recorder.running_rows(real, shape)[0]
                 ulps_part, programs = recorder.running_rows(ulps, shape)
                 own_part = ulps_part if own is ulps else recorder.running_rows(own, shape)[0]

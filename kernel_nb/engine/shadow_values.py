@@ -145,14 +145,6 @@ def tensor64(value: Any, values: np.ndarray) -> Any:
     return tl.core.tensor(as64(value.handle, values), tl.float64)
 
 
-def tensor_of(value: Any, values: np.ndarray, dtype: Any) -> Any:
-    ty = value.type
-    handle = triton_compat.TensorHandle(values, dtype)
-    if getattr(ty, "is_block", lambda: False)():
-        return tl.core.tensor(handle, tl.block_type(dtype, list(ty.shape)))
-    return tl.core.tensor(handle, dtype)
-
-
 def handles(result: Any) -> list[Any]:
     if isinstance(result, (tuple, list)):
         return [h for h in result if isinstance(h, triton_compat.TensorHandle)]
@@ -196,7 +188,8 @@ def operands64(
     floats = [i for i, a in enumerate(args) if isinstance(a, triton_compat.TensorHandle) and floating(a)]
     raw = {i for i in floats if str(args[i].dtype) in ("fp16", "fp32") and real(args[i])}
     if raw and len(raw) == len(floats):
-        raw.discard(min(raw))  # one fp64 operand, for the others to widen to
+        # one fp64 operand for the others to widen to: the smallest upcast (a row's scalar, say)
+        raw.discard(min(raw, key=lambda i: np.size(args[i].data)))
     return [as64(a, np.asarray(a.data)) if i in raw else operand64(a, values) for i, a in enumerate(args)]
 
 

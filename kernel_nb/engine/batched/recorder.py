@@ -219,7 +219,14 @@ class BatchRecorder(MaskedLoops, Recorder):
         extracted = self._extract_batch(value)
         if extracted is None:
             return
-        rows, dtype, shape, pointer_args = extracted
+        self._record_rows(stmt, *extracted)
+
+    def _record_values(self, stmt: int, data: np.ndarray, dtype: str, shape: tuple[int, ...]) -> None:
+        self._record_rows(stmt, self._rows_of(data, shape), dtype, shape, [None] * self.width)
+
+    def _record_rows(
+        self, stmt: int, rows: np.ndarray, dtype: str, shape: tuple[int, ...], pointer_args: list[str | None]
+    ) -> None:
         seq = self.next_seq()
         call_path, iteration = self.call_path, self.iteration
         batch = len(self.batch)
@@ -280,9 +287,11 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.add_block(dataclasses.replace(self.record_blocks[-1], stmt=stmt, seq=self.next_seq()))
         return True
 
-    def record_companions(self, first: int, values: list[Any]) -> None:
+    def record_companions(
+        self, first: int, values: list[tuple[np.ndarray, str]], shape: tuple[int, ...]
+    ) -> None:
         if not self.keep or (self.at is None and self.kept_index is None):
-            super().record_companions(first, values)  # none kept, or every row is
+            super().record_companions(first, values, shape)  # none kept, or every row is
             return
         if self.at is not None:
             positions = self.kept_positions()
@@ -293,7 +302,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.active = self.keep_rows if running is None else running & self.keep_rows
         self._kept_only = True
         try:
-            super().record_companions(first, values)
+            super().record_companions(first, values, shape)
         finally:
             self.active = running
             self._kept_only = False
