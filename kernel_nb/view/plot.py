@@ -125,6 +125,38 @@ def draw_value(ax: Axes, value: np.ndarray, title: str) -> None:
         figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.046, pad=0.04)
 
 
+def draw_error(ax: Axes, ulps: np.ndarray, title: str) -> None:
+    """Heatmap of errors in ulps on `ax`, as the viewer's error map draws them: a log scale, dark
+    where exact, bright where far off; NaN (an error with no size) in its own colour."""
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import FuncNorm, to_rgba
+
+    data = np.asarray(ulps, dtype=np.float64)
+    if data.ndim > 2:
+        title += f"  [slice {(0,) * (data.ndim - 2)}]"
+        data = data[(0,) * (data.ndim - 2)]
+    data = data.reshape(1, -1) if data.ndim < 2 else data
+    finite = np.isfinite(data)
+    top = float(data[finite].max()) if finite.any() else 0.0
+    norm = FuncNorm((np.log1p, np.expm1), vmin=0.0, vmax=max(top, 1.0))
+    cmap = colormaps[ERROR_CMAP]
+    rgba = cmap(norm(np.where(finite, data, top)))
+    rgba[np.isnan(data)] = to_rgba(NAN_COLOR)
+    strip = data.shape[0] == 1
+    ax.imshow(rgba, interpolation="nearest", aspect="auto" if strip else "equal")
+    if strip:
+        ax.set_yticks([])
+    ax.set_title(f"{title}\nlargest {top:.3g} ulps", fontsize=9)
+    figure = ax.get_figure()
+    if figure is not None:
+        bar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.046, pad=0.04)
+        # the powers of ten up to the largest error: a log scale reads by its decades
+        first = 1 if top >= 100 else 0  # (0 and 1 would overlap on a scale that long)
+        decades = [0.0, *(10.0**k for k in range(first, int(np.log10(max(top, 1.0))) + 1))]
+        bar.set_ticks(decades, labels=["0", *(f"{d:g}" for d in decades[1:])])
+
+
 def _colormap():  # type: ignore[no-untyped-def]
     from matplotlib import colormaps
 
