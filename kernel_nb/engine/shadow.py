@@ -59,6 +59,7 @@ from kernel_nb.engine.shadow_values import (
     local_of,
     operands64,
     real64,
+    selected_whole,
     settle_exact,
     shadow_of,
     tensor64,
@@ -234,7 +235,10 @@ class ShadowRun:
                 hooks[name] = self._dot_hook(original)
             else:
                 hooks[name] = self._followed(
-                    original, exact=name in EXACT_OPERATIONS, widens=name in WIDENING_OPERATIONS
+                    original,
+                    exact=name in EXACT_OPERATIONS,
+                    widens=name in WIDENING_OPERATIONS,
+                    selects=name == "create_select",
                 )
         if hasattr(builder, triton_compat.CAST.name):
             hooks[triton_compat.CAST.name] = self._cast_hook(
@@ -247,7 +251,12 @@ class ShadowRun:
             yield
 
     def _followed(
-        self, original: Callable[..., Any], *, exact: bool = False, widens: bool = False
+        self,
+        original: Callable[..., Any],
+        *,
+        exact: bool = False,
+        widens: bool = False,
+        selects: bool = False,
     ) -> Callable[..., Any]:
         """`exact`: the operation rounds nothing (a select, a maximum, a negation): its result is
         one of its operands' values, so that from real operands it makes its real result.
@@ -264,6 +273,8 @@ class ShadowRun:
             epoch = self.epoch
             if exact and all(getattr(a, SHADOW, None) is None for a in floats):
                 return result  # exact operands: an exact result, which is its own shadow
+            if selects and selected_whole(args, result, epoch):
+                return result
             # from operands that are their real values, an exact operation makes its real result:
             # its local value is that, upcast when read (see local_of)
             real_result = exact and not any(has_local(a, epoch) for a in floats)

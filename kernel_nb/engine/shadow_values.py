@@ -187,10 +187,55 @@ def operands64(
         return [operand64(a, values) for a in args]
     floats = [i for i, a in enumerate(args) if isinstance(a, triton_compat.TensorHandle) and floating(a)]
     raw = {i for i in floats if str(args[i].dtype) in ("fp16", "fp32") and real(args[i])}
+    upcast: int | None = None
     if raw and len(raw) == len(floats):
-        # one fp64 operand for the others to widen to: the smallest upcast (a row's scalar, say)
-        raw.discard(min(raw, key=lambda i: np.size(args[i].data)))
-    return [as64(a, np.asarray(a.data)) if i in raw else operand64(a, values) for i, a in enumerate(args)]
+        # one fp64 operand for the others to widen to: the smallest (a row's scalar, broadcast)
+        upcast = min(raw, key=lambda i: _compact(np.asarray(args[i].data)).size)
+        raw.discard(upcast)
+    return [
+        as64(a, np.asarray(a.data))
+        if i in raw
+        else as64(a, _upcast(np.asarray(a.data)))
+        if i == upcast
+        else operand64(a, values)
+        for i, a in enumerate(args)
+    ]
+
+
+def _compact(data: np.ndarray) -> np.ndarray:
+    """A broadcast array's own elements: its axes of stride 0 cut to one."""
+    if not data.ndim or all(data.strides):
+        return data
+    return data[tuple(slice(0, 1) if not st else slice(None) for st in data.strides)]
+
+
+def _upcast(data: np.ndarray) -> np.ndarray:
+    """`data` in fp64, a broadcast array upcast as its own elements and broadcast again."""
+    return np.broadcast_to(_compact(data).astype(np.float64), data.shape)
+
+
+def selected_whole(args: Any, result: Any, epoch: int) -> bool:
+    """`tl.where(c, a, b)` with `c` the same everywhere (a full tile's mask): the result is `a`
+    or `b` as it is, and so are its shadow and local value (no fp64 select run). False where
+    the condition differs between lanes."""
+    cond, *operands = args
+    condition = np.asarray(getattr(cond, "data", cond))
+    if condition.dtype != np.bool_ or not condition.size:
+        return False
+    if condition.all():
+        chosen = operands[0]
+    elif not condition.any():
+        chosen = operands[1]
+    else:
+        return False
+    if not (isinstance(chosen, triton_compat.TensorHandle) and floating(chosen)):
+        return False
+    if np.shape(chosen.data) != np.shape(result.data):
+        return False  # a broadcast operand: the select makes the result's shape
+    shadow = getattr(chosen, SHADOW, None)
+    if shadow is not None:
+        attach(result, shadow, getattr(chosen, LOCAL, None) if has_local(chosen, epoch) else None, epoch)
+    return True
 
 
 def follow(result: Any, rows: Callable[..., Any], *sources: Any) -> None:
