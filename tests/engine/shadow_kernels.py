@@ -105,8 +105,9 @@ def exact_ops(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     q = x / y
     top = tl.maximum(p, q)
     picked = tl.where(x > y, p, q)
+    whole = tl.where(offs < BLOCK, p * 1.0, q)
     clipped = tl.maximum(x * y, 0.0)
     m = tl.max(q, axis=0)
     larger = tl.maximum(x, y)
     twice = larger * 3.0
-    tl.store(out_ptr + offs, top + picked + clipped + m + twice)
+    tl.store(out_ptr + offs, top + picked + whole + clipped + m + twice)

@@ -296,6 +296,7 @@ def test_operations_that_round_nothing_add_no_error_of_their_own():
     shadows = {
         "top": np.maximum(p, q),
         "picked": np.where(x > y, p, q),
+        "whole": p,  # a condition true in every lane: the first operand as it is
         "clipped": np.maximum(p, 0.0),
         "m": q.max(),
         "larger": np.maximum(x64, y64),
@@ -310,6 +311,9 @@ def test_operations_that_round_nothing_add_no_error_of_their_own():
     for name in ("top", "picked", "m", "larger"):
         assert not launch.precision(0, name).own_ulps.any(), name
     assert launch.precision(0, "top").ulps.max() > 0
+    # the product by 1.0 in the statement is exact: the select adds nothing either
+    whole = launch.precision(0, "whole")
+    assert np.array_equal(whole.ulps, launch.precision(0, "p").ulps) and not whole.own_ulps.any()
     # a product rounded within the statement is the statement's own error
     clipped = launch.precision(0, "clipped")
     assert np.array_equal(clipped.own_ulps, clipped.ulps) and clipped.own_ulps.max() > 0
