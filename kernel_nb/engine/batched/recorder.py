@@ -89,9 +89,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         # holds a view of it any more, see _let_go_of_cut_rows), and the other rows' bytes
         self._held_whole: dict[int, weakref.ref[np.ndarray]] = {}
         self._held_bytes = 0
-        # per name of each function, the most bytes one program's value of it took (see
-        # `program_bytes`)
-        self._value_bytes: dict[tuple[str, str], int] = {}
+        # per statement, the most bytes one program's value took (see `program_bytes`)
+        self._value_bytes: dict[int, int] = {}
         # per program, bytes of summary columns the running batch made so far, and the most a batch
         # made: a loop's records stay until the batch ends
         self._summary_bytes = 0
@@ -172,16 +171,10 @@ class BatchRecorder(MaskedLoops, Recorder):
 
     def program_bytes(self) -> int:
         """What one program's values take while it runs, by the batches so far: the largest value
-        each name of each function held (a name holds its value until its next assignment, so
-        that the statements assigning one name hold one value at a time; the working set's factor
-        covers the old and the new one side by side while a statement runs; the first batch of
-        one program also counts the values all programs share), and the summaries a batch made for
-        it (every record's, until the batch ends)."""
+        of each statement (a name holds it until its next assignment; the first batch of one
+        program also counts the values all programs share), and the summaries a batch made for it
+        (every record's, until the batch ends)."""
         return sum(self._value_bytes.values()) + self._summary_peak
-
-    def _holder(self, stmt: int) -> tuple[str, str]:
-        """What holds statement `stmt`'s value: its name, in its function."""
-        return self.statements[stmt].function, self.statement_info[stmt].name
 
     def _measure(self, stmt: int, value: Any) -> None:
         if not triton_compat.is_tensor(value):
@@ -202,10 +195,9 @@ class BatchRecorder(MaskedLoops, Recorder):
                 return  # one row for every program of the batch: shared, not per program
             # with a shadow, the fp64 arrays it keeps on the value live as long as the value
             per_program = (data.nbytes + shadow.held_bytes(handle)) // data.shape[0]
-        holder = self._holder(stmt)
-        if per_program <= self._value_bytes.get(holder, 0):
+        if per_program <= self._value_bytes.get(stmt, 0):
             return
-        self._value_bytes[holder] = per_program
+        self._value_bytes[stmt] = per_program
         fits = self.batch_fits()
         if fits < len(self.batch):
             raise Oversized(fits)

@@ -159,11 +159,12 @@ class BatchedRun(SerialRun):
         """How many programs each batch runs: as many as `working_set_bytes` holds by what one
         program's values took in the batches so far (a batch that outgrows it is undone and cut:
         see `_run_group`), at most MAX_BATCH."""
-        if programs > 2 * PROBE_BATCH and not self.recorder.program_bytes():
+        # a launch of a few hundred programs runs whole: a second batch would cost more; with
+        # a shadow a program's values take several times as much (see shadow_values.held_bytes)
+        whole = 8 * PROBE_BATCH if self.shadow is None else PROBE_BATCH
+        if programs > whole and not self.recorder.program_bytes():
             # nothing measured yet: a small first batch measures what a program's values take,
-            # rather than a whole batch that outgrows the working set being run and undone: the
-            # values a name takes after a loop are found when the loop is done (a launch of two
-            # probe batches or fewer runs whole: a second batch would cost more)
+            # rather than a whole batch that outgrows the working set being run and undone
             yield PROBE_BATCH
         while True:
             fits = self.recorder.batch_fits(MAX_BATCH)
