@@ -66,9 +66,13 @@ def exact_reduction(combine: Any) -> bool:
 
 
 def floating(handle: Any) -> bool:
-    """Whether an interpreter value holds floats (not pointers, not integers)."""
+    """Whether an interpreter value holds floats (not pointers, not integers, not the booleans of
+    a comparison of floats, which the interpreter types as its operands)."""
     dtype = getattr(handle, "dtype", None)
-    return dtype is not None and not dtype.is_ptr() and dtype.is_floating()
+    if dtype is None or dtype.is_ptr() or not dtype.is_floating():
+        return False
+    data = handle.__dict__.get("data") if hasattr(handle, "__dict__") else None
+    return not (isinstance(data, np.ndarray) and data.dtype == np.bool_)
 
 
 def real64(handle: Any) -> np.ndarray:

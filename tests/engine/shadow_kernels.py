@@ -111,3 +111,16 @@ def exact_ops(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     larger = tl.maximum(x, y)
     twice = larger * 3.0
     tl.store(out_ptr + offs, top + picked + whole + clipped + m + twice)
+
+
+@triton.jit
+def compares(x_ptr, y_ptr, less_ptr, nonzero_ptr, BLOCK: tl.constexpr):
+    """Booleans made from floats: a comparison (which the interpreter types as its operands) and a
+    cast to bool."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    less = x < y
+    nonzero = (x - y).to(tl.int1)
+    tl.store(less_ptr + offs, less)
+    tl.store(nonzero_ptr + offs, nonzero)

@@ -324,6 +324,21 @@ def test_operations_that_round_nothing_add_no_error_of_their_own():
     assert launch.errors[stmt["top"]].own == 0 and launch.errors[stmt["top"]].ulps > 0
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_booleans_made_from_floats_have_no_shadow(dtype):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(64).astype(dtype)
+    y = np.where(np.arange(64) % 3 == 0, x, rng.standard_normal(64).astype(dtype))
+    less, nonzero = np.zeros(64, np.bool_), np.zeros(64, np.bool_)
+    with kernel_nb.interpret(shadow="fp64") as session:
+        k.compares[(1,)](x, y, less, nonzero, BLOCK=64)
+    assert np.array_equal(less, x < y) and np.array_equal(nonzero, x != y)
+    launch = session.trace[0]
+    stmt = {s.name: s.id for s in launch.statements if s.kind not in COMPANION_KINDS}
+    assert stmt["less"] not in launch.errors and stmt["nonzero"] not in launch.errors
+    assert stmt["x"] in launch.errors  # the floats themselves are followed
+
+
 # -- findings ---------------------------------------------------------------------------------------
 
 
