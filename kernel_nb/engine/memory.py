@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernel_nb.engine import arrays
+from kernel_nb.engine import allocator, arrays
 from kernel_nb.engine.arrays import ArgumentError
 
 # Every Memory gets a window of the kernel's address space of its own: the kernel's pointers are
@@ -191,7 +191,7 @@ def copy_regions(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str
     # a copy filled on first use (see Memory) is allocated then
     lazy = [_lazy(r) for r in groups]
     slots = [0 if later else _align(r.hi - r.lo) for r, later in zip(groups, lazy)]
-    arena = np.zeros(sum(slots) + 64, np.uint8)
+    arena = allocator.small_pages(sum(slots) + 64)  # each copy is written whole
     offset = (-arena.ctypes.data) % 64
     memories = []
     memory_of: dict[str, Memory] = {}
@@ -223,7 +223,7 @@ def _align(n: int) -> int:
 
 def _aligned(size: int) -> np.ndarray:
     """`size` bytes starting at a multiple of 64."""
-    block = np.empty(size + 64, np.uint8)
+    block = allocator.small_pages(size + 64)
     offset = (-block.ctypes.data) % 64
     return block[offset : offset + size]
 

@@ -47,3 +47,42 @@ def test_the_allocator_is_left_usable_whatever_happens_inside():
     values = np.arange(1 << 20, dtype=np.float64)
     assert values.sum() == (1 << 20) * ((1 << 20) - 1) / 2
     assert sys.platform != "linux" or allocator._LIBC is not None
+
+
+# 32 MiB written whole, made by `maker`: the huge pages that back it (kB, from the process's smaps)
+HUGE = """
+import re, sys
+import numpy as np
+from kernel_nb.engine import allocator
+
+def huge_kb():
+    text = open("/proc/self/smaps_rollup").read()
+    return int(re.search(r"AnonHugePages:\\s+(\\d+) kB", text).group(1))
+
+before = huge_kb()
+block = allocator.small_pages(32 << 20) if sys.argv[1] == "small" else np.empty(32 << 20, np.uint8)
+block[...] = 1
+print(huge_kb() - before)
+"""
+
+
+def _huge_kb(maker: str) -> int:
+    done = subprocess.run([sys.executable, "-c", HUGE, maker], capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+@pytest.mark.skipif(allocator._set_huge_page_advice is None, reason="this numpy has no huge-page advice")
+def test_copies_are_made_in_small_pages():
+    block = allocator.small_pages(1000)
+    assert block.shape == (1000,) and block.dtype == np.uint8 and block.flags.writeable
+    # numpy's own advice is left as it was
+    advised = allocator._set_huge_page_advice(True)
+    allocator.small_pages(8 << 20)
+    assert allocator._set_huge_page_advice(advised) is True
+    try:
+        plain = _huge_kb("numpy")
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        pytest.skip("no /proc/self/smaps_rollup here")
+    if plain == 0:
+        pytest.skip("numpy's arrays get no transparent huge pages on this machine now")
+    assert _huge_kb("small") == 0
