@@ -20,6 +20,7 @@ from kernel_nb.engine.args import BoundArguments, bind
 from kernel_nb.engine.arrays import ArgumentError
 from kernel_nb.engine.batched import BatchedRun, BatchUnsupported, NeedsPrecise, unsupported_reason
 from kernel_nb.engine.interrupts import InterruptWatch
+from kernel_nb.engine.kernel_globals import kernel_globals
 from kernel_nb.engine.order import ProgramOrder
 from kernel_nb.engine.patches import routed_language
 from kernel_nb.engine.perturb import detect_masked_fill
@@ -93,6 +94,9 @@ class Engine:
             args=bound.infos,
             budget_bytes=self.options.budget_bytes,
             shadow=self.options.shadow,
+            jit=jit,
+            grid_spec=grid,
+            kernel_globals=kernel_globals(fn),
         )
         _check_pids(self.options, launch.grid)
         snapshot = bound.inputs()

@@ -31,6 +31,7 @@ from kernel_nb.trace.records import (
     Statement,
     as_pid,
 )
+from kernel_nb.trace.reproducer import write_pytest
 from kernel_nb.trace.statement_errors import StatementErrors
 
 _MAGIC = b"kernel_nb-trace\x00"
@@ -110,6 +111,12 @@ class Launch:
             in fp64 as the shadow computed them (see `reference`).
         errors: with a shadow, per float statement its largest value and errors over every
             program and iteration, whether its values were kept or not (see StatementErrors).
+        kernel_globals: what the kernel's and its helpers' source read from their modules, as
+            data (see engine/kernel_globals): a standalone test of the launch carries them
+            (`to_pytest`).
+        jit, grid_spec: the kernel (its JITFunction) and the grid as the caller gave them (a
+            tuple, or a function of the arguments), to launch it again with other arguments
+            (`kernel_nb.minimize`); not saved.
         comparison: the launch against its compiled run on the GPU (`%%tkernel compare`).
         divergence: statement by statement, where chosen programs first compute something else on
             the GPU (`%%tkernel compare` with chosen programs or a mismatch).
@@ -143,6 +150,9 @@ class Launch:
     shadow: str | None = None
     references: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     errors: dict[int, StatementErrors] = field(default_factory=dict, repr=False)
+    kernel_globals: dict[str, tuple[str, Any]] = field(default_factory=dict, repr=False)
+    jit: Any = field(default=None, repr=False, compare=False)
+    grid_spec: Any = field(default=None, repr=False, compare=False)
 
     @property
     def num_programs(self) -> int:
@@ -329,6 +339,22 @@ class Launch:
             relative = np.where(absolute == 0, 0.0, absolute / np.abs(shadow))
         return Precision(name, record.dtype, value, shadow, absolute, relative, ulps, own)
 
+    def to_pytest(self, path: str | Path, finding: Finding | None = None) -> tuple[Path, Path]:
+        """Write a standalone pytest file that reproduces the launch's failure, with its inputs beside
+        it in an .npz (see `trace.reproducer.write_pytest`).
+
+        Args:
+            path: the .py file, or a directory to write `test_<kernel>_repro.py` in.
+            finding: the finding to reproduce; by default the first error, else the first finding.
+
+        Returns:
+            The test file and the .npz.
+
+        Raises:
+            ValueError: no finding, or a part of the launch a standalone file cannot carry.
+        """
+        return write_pytest(self, path, finding=finding)
+
     def summary_row(self) -> dict[str, Any]:
         records = sum(len(p.records) for p in self.programs.values())
         records += sum(a.records for a in self.aggregates.values())
@@ -347,12 +373,23 @@ class Launch:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["replayer"] = None  # holds the kernel function: not data
+        # the kernel function and what holds it: not data
+        state["replayer"] = state["jit"] = state["grid_spec"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # traces saved before aggregates existed kept every program
-        self.__dict__.update({"aggregated": 0, "aggregates": {}, "summary_bytes": 0, **state})
+        self.__dict__.update(
+            {
+                "aggregated": 0,
+                "aggregates": {},
+                "summary_bytes": 0,
+                "kernel_globals": {},
+                "jit": None,
+                "grid_spec": None,
+                **state,
+            }
+        )
 
 
 @dataclass

@@ -1,0 +1,499 @@
+"""A failing launch as a standalone pytest file: the kernel, its inputs, and the failure asserted.
+
+The file needs neither a notebook nor the user's code: it carries the kernel's source and its
+helpers', recreates the globals they read (`Launch.kernel_globals`), and loads the buffers'
+elements from an .npz beside it. Its first test runs the kernel with plain Triton and asserts the
+symptom stock Triton shows (`_stock_check`), or skips saying why; its second runs the launch under
+kernel_nb and asserts the same finding at the same line. Its fixed parts are `_HEAD` ... `_KERNEL_NB`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from kernel_nb.trace.buffer_map import BufferMap
+from kernel_nb.trace.records import LAUNCH_ERROR, ArgumentInfo, Finding, Pid, SourceInfo
+
+_MIN_RED_ZONE = 4096  # elements of sentinel on each side of a buffer, at least
+_MAX_RED_ZONE = 1 << 26  # farther out, a red zone costs too much memory: the stock test skips
+# the bits of the NaN that fills a float buffer's red zones: one with a payload of its own, so that
+# a NaN the kernel stores there still changes them (the fp8 formats have no bits to spare)
+_NAN_BITS = {
+    **{"float16": 0x7E5A, "bfloat16": 0x7FDA, "float32": 0x7FC5A5A5, "float64": 0x7FF8A5A5A5A5A5A5},
+    **{"float8_e4m3fn": 0x7F, "float8_e5m2": 0x7E, "float8_e4m3fnuz": -0x80, "float8_e5m2fnuz": -0x80},
+}
+_INTEGERS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+_IMPORTS = ("module", "from")
+_OVERFLOW = re.compile(r"int(\d+) overflow in '([-+*])'")
+# what the file's head imports: a kernel global of the same name must mean the same thing
+_OWN: dict[str, tuple[str, Any]] = {
+    **{m: ("module", m) for m in ("contextlib", "ctypes", "dataclasses", "json", "os", "subprocess", "sys")},
+    **{"np": ("module", "numpy"), "pytest": ("module", "pytest"), "triton": ("module", "triton")},
+    **{"tl": ("module", "triton.language"), "Path": ("from", ("pathlib", "Path"))},
+}
+_RACE = "a race depends on the order programs run in: fixed in the stock interpreter, free on a GPU"
+_SKIPS = {
+    "race_read_after_write": _RACE,
+    "race_write": _RACE,
+    "uninitialised_read": "stock Triton has no uninitialised memory to show: the buffers hold the saved inputs",
+    "division_by_zero": "stock Triton gives no error for an integer division by zero",
+    "shift_overflow": "stock Triton gives no error for a shift by the bit width or more",
+    "undefined_cast": "stock Triton casts NaN and out-of-range floats to integers without a word",
+    "precision_loss": "precision loss is measured against kernel_nb's fp64 shadow, which stock Triton lacks",
+}
+_STOCK_SAYS = {
+    "red_zone_read": "the buffers lie in larger allocations whose red zones hold a sentinel (NaN, or an "
+    "extreme integer); the out-of-bounds load brings the sentinel into a buffer",
+    "red_zone_write": "the buffers lie in larger allocations with red zones; the store changes one of {arg}",
+    "assert": "the launch raises the failed assert (with the stock interpreter's debug option on)",
+    "raises": "the launch raises, as kernel_nb's run raised {detail}",
+    "nan_origin": "a buffer holds NaN where it held none before the launch",
+    "inf_origin": "a buffer holds Inf where it held none before the launch",
+    "skip": "skipped: {detail}",
+}
+
+
+class LaunchData(Protocol):
+    """What `write_pytest` reads of a launch (`kernel_nb.Launch`)."""
+
+    index: int
+    kernel: str
+    grid: Pid
+    args: list[ArgumentInfo]
+    sources: dict[str, SourceInfo]
+    findings: list[Finding]
+    snapshot: Mapping[str, np.ndarray]
+    kernel_globals: dict[str, tuple[str, Any]]
+    buffers: dict[str, BufferMap]
+    shadow: str | None
+
+
+def write_pytest(
+    launch: LaunchData, path: str | Path, *, finding: Finding | None = None
+) -> tuple[Path, Path]:
+    """Write a standalone pytest file that reproduces a launch's finding, and its inputs beside it.
+
+    Args:
+        launch: the launch, as recorded (with `kernel_globals` filled in).
+        path: the .py file to write, or a directory to write `test_<kernel>_repro.py` in.
+        finding: the finding to reproduce; by default the launch's first of severity "error",
+            else its first.
+
+    Returns:
+        The test file and the .npz of the buffers' elements before the launch (same stem).
+
+    Raises:
+        ValueError: the launch has no finding; or an argument, a global or a source cannot be
+            carried into a standalone file (the message names it).
+    """
+    if finding is None:
+        finding = next((f for f in launch.findings if f.severity == "error"), None)
+        finding = finding or next(iter(launch.findings), None)
+    if finding is None:
+        raise ValueError(f"{launch.kernel}: the launch has no findings: there is no failure to reproduce")
+    target = Path(path)
+    if target.is_dir():
+        target = target / f"test_{launch.kernel}_repro.py"
+    inputs = target.with_suffix(".npz")
+    buffers, values = _arguments(launch)
+    mode, detail, red_zone = _stock_check(launch, finding)
+    error = finding.message.split(":", 1)[0] if finding.kind == LAUNCH_ERROR else None
+    options: dict[str, Any] = {"shadow": launch.shadow} if launch.shadow is not None else {}
+    if finding.kind == "uninitialised_read":  # kernel_nb tells such reads only of poisoned memory
+        options["poison"] = (finding.arg,)
+
+    text = _docstring(launch, finding, mode, detail, inputs.name) + _HEAD + _globals_block(launch)
+    line = None
+    for file, def_line, source in _sources(launch):
+        text += "\n\n" + source
+        if file == finding.file and finding.line is not None:
+            lines = source.count("\n") - 1  # from its `def` on
+            if def_line <= finding.line < def_line + lines:
+                line = text.count("\n") - lines + 1 + finding.line - def_line
+    constants = {
+        "_GRID": tuple(launch.grid),
+        "_BUFFERS": {name: spec for name, (spec, _) in buffers.items()},
+        "_VALUES": values,
+        "_INPUTS": inputs.name,
+        "_KIND": finding.kind,
+        "_ERROR": error,
+        "_LINE": line,
+        "_ARG": finding.arg,
+        "_RED_ZONE": red_zone,
+        "_ASSERT_MESSAGE": _assert_message(finding) if mode == "assert" else None,
+        "_USES_LIBDEVICE": any(
+            t in _IMPORTS and "libdevice" in repr(d) for t, d in launch.kernel_globals.values()
+        ),
+        "_KERNEL_NB_OPTIONS": options,
+    }
+    text += f"\n\n_KERNEL = {launch.kernel}\n"
+    for name, value in constants.items():
+        shown = _literal(value)
+        if len(shown) > 96 and isinstance(value, dict):  # one item a line
+            shown = "{\n" + "".join(f"    {_literal(k)}: {_literal(v)},\n" for k, v in value.items()) + "}"
+        text += f"{name} = {shown}\n"
+    stock = _STOCK[mode].replace("@REASON@", _literal(detail))
+    check = _FOUND["error" if error is not None else "line" if line is not None else "kind"]
+    text += _HELPERS + stock + _KERNEL_NB.replace("@CHECK@", check)
+    target.write_text(text)
+    np.savez(inputs, **{name: bits for name, (_, bits) in buffers.items()})  # type: ignore[arg-type]
+    return target, inputs
+
+
+_Spec = tuple[str, tuple[int, ...], tuple[int, ...], int]
+
+
+def _arguments(launch: LaunchData) -> tuple[dict[str, tuple[_Spec, np.ndarray]], dict[str, Any]]:
+    """Per buffer its (dtype, shape, strides, sentinel) and its span as signed-integer bits (the
+    form every dtype, bf16 and fp8 included, travels in); the other arguments' values."""
+    buffers: dict[str, tuple[_Spec, np.ndarray]] = {}
+    values: dict[str, Any] = {}
+    for arg in launch.args:
+        refused = f"{launch.kernel}: argument {arg.name} cannot be exported"
+        if arg.kind == "buffer":
+            if arg.dtype not in (*_NAN_BITS, *_INTEGERS) or any(s < 0 for s in arg.strides):
+                raise ValueError(f"{refused}: torch has no tensor of {arg.dtype} with strides {arg.strides}")
+            span = np.ascontiguousarray(np.asarray(launch.snapshot[arg.name]).reshape(-1))
+            spec = (arg.dtype, tuple(arg.shape), tuple(arg.strides), _sentinel(arg.dtype))
+            buffers[arg.name] = (spec, span.view(np.dtype(f"i{span.dtype.itemsize}")))
+            continue
+        try:
+            _literal(arg.value)
+        except ValueError:
+            raise ValueError(f"{refused}: {arg.kind} {arg.value!r} has no literal form") from None
+        if arg.kind not in ("scalar", "constexpr", "none", "tuple"):
+            raise ValueError(f"{refused}: {arg.kind} {arg.value}")
+        values[arg.name] = arg.value
+    return buffers, values
+
+
+def _sentinel(dtype: str) -> int:
+    """What fills a buffer's red zones, as the file's signed-integer bits: NaN for floats, the most
+    negative integer (unsigned: the largest), True for bools."""
+    if dtype in _NAN_BITS or dtype == "bool":
+        return _NAN_BITS.get(dtype, 1)
+    info = np.iinfo(np.dtype(dtype))
+    extreme = np.array(info.min if info.min < 0 else info.max, np.dtype(dtype))
+    return int(extreme.view(np.dtype(f"i{extreme.itemsize}")))
+
+
+def _stock_check(launch: LaunchData, finding: Finding) -> tuple[str, str, int]:
+    """What the stock test asserts: (mode, detail, red zone in elements).
+
+    Measured on triton 3.9's interpreter: loads and stores copy raw memory with no bounds check
+    (an out-of-bounds load returns what lies there, a store overwrites it); tl.device_assert does
+    nothing unless the builder's options say debug, and then raises AssertionError(message)
+    wrapped in InterpreterError, as do its overflow checks of integer + - * below 64 bits.
+    """
+    if finding.kind == LAUNCH_ERROR:
+        error = finding.message.split(":", 1)[0]
+        if error == "KernelMemoryError":
+            return _out_of_bounds(launch, finding)
+        if error == "KernelDeadlockError":
+            return "skip", "stock Triton would wait forever where kernel_nb found the programs deadlocked", 0
+        return ("assert" if error == "KernelAssertionError" else "raises"), error, 0
+    if finding.kind in ("nan_origin", "inf_origin"):
+        return finding.kind, "", 0
+    if finding.kind == "int_overflow":
+        found = _OVERFLOW.search(finding.message)
+        if found is not None and int(found[1]) < 64:
+            return "assert", "", 0
+        return "skip", "stock Triton checks the overflow of integers narrower than 64 bits only", 0
+    return "skip", _SKIPS.get(finding.kind, f"stock Triton shows nothing of a {finding.kind} finding"), 0
+
+
+def _out_of_bounds(launch: LaunchData, finding: Finding) -> tuple[str, str, int]:
+    bmap = launch.buffers.get(finding.arg) if finding.arg is not None else None
+    refused = [lo for _, line, lo in (bmap.oob if bmap is not None else ()) if line == finding.line]
+    if bmap is None or not refused:
+        why = "misaligned, read-only, or at an address no argument leads to"
+        return "skip", f"the access was refused as {why}, which stock Triton does not check", 0
+    reach = max(max(-lo, lo - bmap.size + 1, 0) for lo in refused)
+    spans = [int(np.asarray(s).size) for s in launch.snapshot.values()]
+    red_zone = max(_MIN_RED_ZONE, *spans) + reach
+    if red_zone > _MAX_RED_ZONE:
+        return "skip", f"the access lands {reach} elements outside {finding.arg}, too far for a red zone", 0
+    reads = re.search(r"\b(?:tl\.|descriptor )load of ", finding.message) is not None
+    return ("red_zone_read" if reads else "red_zone_write"), "", red_zone
+
+
+def _assert_message(finding: Finding) -> str | None:
+    """The text of the AssertionError stock Triton raises, where the finding tells it."""
+    overflow = _OVERFLOW.search(finding.message) if finding.kind == "int_overflow" else None
+    if overflow is not None:
+        operation = {"+": "add", "-": "sub", "*": "mul"}[overflow[2]]
+        return f"int{overflow[1]} overflow detected for operation {operation}"
+    found = re.search(r"device_assert failed: (.*) \(lanes [^()]*\)$", finding.message)
+    return found[1] if found else None
+
+
+def _globals_block(launch: LaunchData) -> str:
+    """The imports and constants that recreate the kernel's globals (helpers: `_sources`)."""
+    lines = []
+    for name, (tag, data) in sorted(launch.kernel_globals.items(), key=lambda i: i[1][0] not in _IMPORTS):
+        if tag == "unsupported" or _OWN.get(name, (tag, data)) != (tag, data):
+            why = data if tag == "unsupported" else f"the test file's own {name} is {_OWN[name]}"
+            raise ValueError(f"{launch.kernel}: global {name} cannot be recreated ({why})")
+        if name in _OWN or tag == "jit":
+            continue
+        if tag == "module":
+            parent, _, last = str(data).rpartition(".")
+            line = f"from {parent} import {last}" if parent else f"import {data}"
+            lines.append(line + ("" if last == name else f" as {name}"))
+        elif tag == "from":
+            lines.append(f"from {data[0]} import {data[1]}" + ("" if data[1] == name else f" as {name}"))
+        else:
+            value = _literal(data)
+            lines.append(f"{name} = tl.constexpr({value})" if tag == "constexpr" else f"{name} = {value}")
+    return "\n# what the kernel's source reads from its module\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def _sources(launch: LaunchData) -> list[tuple[str, int, str]]:
+    """(file, line of its `def` there, text) of the helpers, then the kernel; a helper
+    read under another name than its own is then aliased."""
+    helpers = {name: data for name, (tag, data) in launch.kernel_globals.items() if tag == "jit"}
+    out = []
+    for function in [*dict.fromkeys(helpers.values()), launch.kernel]:
+        info = launch.sources.get(function)
+        if info is None:
+            raise ValueError(
+                f"{launch.kernel}: no source of {function} was recorded: the launch never called it"
+            )
+        text = textwrap.dedent(info.text)
+        defs = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)]
+        # its own decorators are left behind: @triton.jit stands for them
+        body = "".join(text.splitlines(keepends=True)[defs[0].lineno - 1 :])
+        out.append((info.file, info.first_line + defs[0].lineno - 1, "@triton.jit\n" + body))
+    aliases = "".join(f"{name} = {function}\n" for name, function in helpers.items() if name != function)
+    return out + ([("", 0, aliases)] if aliases else [])
+
+
+def _docstring(launch: LaunchData, finding: Finding, mode: str, detail: str, inputs: str) -> str:
+    where = f"line {finding.line} of {Path(finding.file or '?').name}" if finding.line is not None else "?"
+    message = finding.message.replace("\\", "/").replace('"""', "'''")
+    found = "error class" if finding.kind == LAUNCH_ERROR else "finding"
+    what = finding.message.split(":", 1)[0] if finding.kind == LAUNCH_ERROR else finding.kind
+    stock = _STOCK_SAYS["skip" if mode == "skip" else mode].format(arg=finding.arg, detail=detail)
+    return (
+        f'"""{launch.kernel}: {what} at {where}, reproduced with plain Triton.\n\n'
+        + "\n".join(textwrap.wrap(message, 100))
+        + f"\n\nLaunch {launch.index} of {launch.kernel}, written out by kernel_nb: the kernel's source and its\n"
+        "helpers', the globals they read, the grid, the scalar and constexpr arguments, and the buffers'\n"
+        f"elements before the launch ({inputs}).\n\n"
+        + "\n".join(textwrap.wrap(f"test_stock_triton: {stock}.", 100))
+        + f"\ntest_kernel_nb: kernel_nb interprets the launch again and reports the same {found} at the\n"
+        "same line.\n" + _WHERE
+    )
+
+
+_WHERE = """
+Where it runs: on the CPU under TRITON_INTERPRET=1 (torch CPU tensors), or compiled on a GPU (torch
+CUDA tensors) when the CUDA driver reports a device and TRITON_INTERPRET is not 1. The file asks the
+driver (cuInit and cuDeviceGetCount of libcuda, through ctypes) before it imports Triton, because
+@triton.jit reads TRITON_INTERPRET as it decorates; torch.cuda would import torch first and fail or
+take seconds where no driver is. Set TRITON_INTERPRET to choose. kernel_nb runs the launch in a child
+process with TRITON_INTERPRET=0: it interprets plain JITFunctions, not the stock interpreter's.
+\"\"\"
+"""
+
+
+def _literal(value: Any) -> str:
+    """Python source for plain data, tuples and dicts of it, and Triton dtypes (`tl.dtype("fp16")`).
+    A tuple holding None has none: a buffer inside a tuple argument is recorded as None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    if value is None or type(value) in (bool, int, float, str):
+        return json.dumps(value) if isinstance(value, str) else repr(value)
+    if isinstance(value, tuple) and all(v is not None for v in value):
+        items = [_literal(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton.language"):
+        return f"tl.dtype({json.dumps(value.name)})"
+    raise ValueError(f"{value!r} has no literal form")
+
+
+_HEAD = """
+import contextlib
+import ctypes
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def _cuda_device_usable():
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+if not _cuda_device_usable():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+"""
+
+_HELPERS = '''
+
+def _device(torch):
+    """The device of the buffers: the CPU under the stock interpreter, else the GPU."""
+    if not isinstance(_KERNEL, triton.JITFunction):
+        if _USES_LIBDEVICE:
+            pytest.skip("the stock interpreter cannot run libdevice calls: run this file on a GPU")
+        return "cpu"
+    if not torch.cuda.is_available():
+        pytest.skip("TRITON_INTERPRET is not 1 but torch sees no CUDA device")
+    return "cuda"
+
+
+def _stock_arguments(torch, device):
+    """The arguments, each buffer inside a larger allocation with _RED_ZONE elements of its
+    sentinel on both sides; and the allocations, as signed-integer bits."""
+    args, memories = dict(_VALUES), {}
+    with np.load(Path(__file__).with_name(_INPUTS)) as saved:
+        for name, (dtype, shape, strides, sentinel) in _BUFFERS.items():
+            span = saved[name]
+            bits = np.full(span.size + 2 * _RED_ZONE, sentinel, span.dtype)
+            bits[_RED_ZONE : _RED_ZONE + span.size] = span
+            memories[name] = torch.from_numpy(bits).to(device)
+            args[name] = memories[name].view(getattr(torch, dtype)).as_strided(shape, strides, _RED_ZONE)
+    return args, memories
+
+
+def _launch(torch, device, args, **options):
+    _KERNEL[_GRID](**args, **options)
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _new(torch, args, before, what):
+    """The buffers that hold `what` (NaN, Inf, or their red zones' sentinel: NaN for floats, else
+    its bits) where they held none before the launch."""
+
+    def holds(tensor, sentinel):
+        values = tensor.cpu()
+        if values.dtype.is_floating_point:
+            return torch.isinf(values.double()) if what == "inf" else torch.isnan(values.double())
+        bits = values.view(getattr(torch, f"int{8 * values.element_size()}"))
+        return bits == sentinel if what == "sentinel" else torch.zeros_like(bits, dtype=torch.bool)
+
+    return [n for n, spec in _BUFFERS.items() if (holds(args[n], spec[3]) & ~holds(before[n], spec[3])).any()]
+
+
+@contextlib.contextmanager
+def _interpreter_debug():
+    """The stock interpreter skips tl.device_assert and its integer overflow checks unless its
+    builder's options say debug, and no public switch sets that (TRITON_DEBUG and debug=True
+    reach compiled kernels only): set it for the launch, restored after."""
+    if isinstance(_KERNEL, triton.JITFunction):
+        yield
+        return
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "interpreter_builder", None)
+    if builder is None or not dataclasses.is_dataclass(builder.options):
+        pytest.skip("this Triton's interpreter has no debug option to turn its asserts on")
+    saved = builder.options
+    builder.options = dataclasses.replace(saved, debug=True)
+    try:
+        yield
+    finally:
+        builder.options = saved
+
+'''
+
+_SETUP = """
+def test_stock_triton():
+    torch = pytest.importorskip("torch")
+    device = _device(torch)
+    args, memories = _stock_arguments(torch, device)
+"""
+_BEFORE = "    before = {name: args[name].cpu().clone() for name in _BUFFERS}\n"
+_RUN = _SETUP + _BEFORE + "    _launch(torch, device, args)\n"
+_STOCK = {
+    "red_zone_read": _RUN
+    + """    reached = _new(torch, args, before, "sentinel")
+    assert reached, "the out-of-bounds load brought no red-zone sentinel into any buffer"
+""",
+    "red_zone_write": _SETUP
+    + """    _launch(torch, device, args)
+    red = np.r_[0:_RED_ZONE, -_RED_ZONE:0]
+    changed = [n for n, m in memories.items() if (m.cpu().numpy()[red] != _BUFFERS[n][3]).any()]
+    assert _ARG in changed, f"the out-of-bounds store changed no red zone of {_ARG} (changed: {changed})"
+""",
+    "nan_origin": _RUN
+    + '    assert _new(torch, args, before, "nan"), "no buffer holds NaN it did not hold"\n',
+    "inf_origin": _RUN
+    + '    assert _new(torch, args, before, "inf"), "no buffer holds Inf it did not hold"\n',
+    "assert": _SETUP
+    + """    with _interpreter_debug(), pytest.raises(Exception) as raised:
+        _launch(torch, device, args, debug=True)
+    if device == "cpu" and _ASSERT_MESSAGE is not None:
+        assert _ASSERT_MESSAGE in str(raised.value)
+""",
+    "raises": _SETUP + "    with pytest.raises(Exception):\n        _launch(torch, device, args)\n",
+    "skip": "\ndef test_stock_triton():\n    pytest.skip(@REASON@)\n",
+}
+_FOUND = {
+    "error": '(found["error"], found["line"]) == (_ERROR, _LINE)',
+    "line": '[_KIND, _LINE] in found["findings"]',
+    "kind": '_KIND in [kind for kind, _ in found["findings"]]',
+}
+_KERNEL_NB = '''
+
+def test_kernel_nb():
+    pytest.importorskip("kernel_nb")
+    env = {**os.environ, "TRITON_INTERPRET": "0"}
+    run = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert @CHECK@, found
+
+
+def _kernel_nb_run():
+    """The launch under kernel_nb, on numpy arrays: its error and findings."""
+    import kernel_nb
+    import ml_dtypes
+
+    args = dict(_VALUES)
+    with np.load(Path(__file__).with_name(_INPUTS)) as saved:
+        for name, (dtype, shape, strides, _) in _BUFFERS.items():
+            span = saved[name].view(np.dtype(getattr(ml_dtypes, dtype, dtype)))
+            args[name] = np.lib.stride_tricks.as_strided(span, shape, [s * span.itemsize for s in strides])
+    error = launch = None
+    try:
+        with kernel_nb.interpret(**_KERNEL_NB_OPTIONS) as session:
+            _KERNEL[_GRID](**args)
+        launch = session.trace[0]
+    except kernel_nb.KernelError as exc:
+        error, launch = exc, exc.launch
+    return {
+        "error": None if error is None else type(error).__name__,
+        "line": getattr(error, "line", None),
+        "findings": [[f.kind, f.line] for f in launch.findings] if launch is not None else [],
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(_kernel_nb_run()))
+'''
