@@ -22,6 +22,7 @@ from kernel_nb.errors import (
     LaunchArgumentError,
     LaunchInterrupted,
 )
+from kernel_nb.minimize import Minimized, minimize
 from kernel_nb.options import Options
 from kernel_nb.poison import poison
 from kernel_nb.session import Session, interpret
@@ -49,6 +50,7 @@ __all__ = [
     "LaunchArgumentError",
     "LaunchInterrupted",
     "MemoryEvent",
+    "Minimized",
     "Options",
     "ProgramTrace",
     "Record",
@@ -59,6 +61,7 @@ __all__ = [
     "TraceViewer",
     "interpret",
     "load_ipython_extension",
+    "minimize",
     "plot",
     "poison",
     "unload_ipython_extension",

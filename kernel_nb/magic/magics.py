@@ -21,7 +21,8 @@ from IPython.display import display
 import kernel_nb
 from kernel_nb.errors import KernelError
 from kernel_nb.magic import cell as cells
-from kernel_nb.magic import flags, gpu_modes
+from kernel_nb.magic import flags, gpu_modes, minimizing
+from kernel_nb.minimize import Minimized
 from kernel_nb.options import Options
 from kernel_nb.progress import Progress
 from kernel_nb.trace import Trace
@@ -78,10 +79,21 @@ class TKernelMagics(Magics):
         ``%tkernel FLAGS`` makes FLAGS the defaults of later cells; ``%tkernel`` shows them and
         ``%tkernel --reset`` forgets them.
 
+        ``%tkernel minimize [N]`` shrinks launch N of ``_tk`` (the last that failed by default)
+        to a small launch that fails the same way, shown in the viewer and bound to ``_tkmin``:
+        `kernel_nb.minimize` (see `kernel_nb.magic.minimizing`).
+
         ``gpu``, ``compare`` and ``interpret --ir`` are `kernel_nb.gpu.run`, `kernel_nb.gpu.compare`
         and `kernel_nb.gpu.interpret_with_ir`; `kernel_nb.magic.gpu_modes` shows the plain Python.
         """
         __tracebackhide__ = True
+        if cell is None and line.split(maxsplit=1)[:1] == ["minimize"]:
+            shell = self.shell
+            assert shell is not None
+            result = minimizing.run(shell, line.split(maxsplit=1)[1] if " " in line.strip() else "")
+            if not self.quiet:
+                display(_viewer(Trace([result.launch]), _first_error(result)))
+            return None
         args = parse_argstring(self.tkernel, line)
         if cell is None:
             if line.strip():
@@ -139,6 +151,11 @@ def _show_failure(error: KernelError, trace: Trace, name: str | None, *, quiet: 
     if not quiet:
         display(_viewer(trace, at))
     cells.note_recording(error, at, name, viewer=not quiet)
+
+
+def _first_error(result: Minimized) -> tuple[int, int]:
+    """Where the viewer of a minimized launch opens: at the finding that was kept."""
+    return 0, next(i for i, f in enumerate(result.launch.findings) if f is result.finding)
 
 
 def _viewer(trace: Trace, finding: tuple[int, int] | None = None) -> object:
