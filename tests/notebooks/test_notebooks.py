@@ -29,6 +29,7 @@ def test_every_notebook_is_tested():
         "05-gpu-compare.ipynb",
         "06-stride-bug.ipynb",
         "07-precision.ipynb",
+        "08-shrink-a-failing-launch.ipynb",
     ]
 
 
@@ -136,3 +137,31 @@ def test_precision_goes_from_match_to_the_statements_that_lose_it_and_the_fix(ru
     fixed = text_of(by_source["fixed = _tk[0]"]).splitlines()
     assert fixed[0] == "findings: []"
     assert float(fixed[1].rsplit(": ", 1)[1]) < 1e-6
+
+
+def test_shrink_a_failing_launch_goes_from_4096_programs_to_a_two_program_test_file(run_notebook):
+    cells = run(run_notebook, "08-shrink-a-failing-launch.ipynb")
+    by_source = {cell.source.splitlines()[0]: cell for cell in cells}
+
+    found = text_of(by_source['print("values counted:", counts.sum(), "of", n)'])
+    assert found.startswith("values counted: 65536 of 1048576\n[warning] race_read_after_write: ")
+    assert "[error] race_write: histogram_kernel:8 pid=(1,0,0): writes counts_ptr elements" in found
+    told = text_of(by_source["%tkernel minimize"])
+    assert told.startswith(
+        "minimize histogram_kernel: keeping race_write at line 8 on counts_ptr, from 4096 programs"
+    )
+    assert "down to 2 programs, 3 array elements" in told
+    assert text_of(by_source["result = _tkmin"]).startswith(
+        "grid: (2, 1, 1)\nx_ptr = array([0., 0.], dtype=float32)"
+    )
+    written = text_of(by_source["import tempfile"])
+    assert written.startswith("test_histogram_kernel_repro.py and test_histogram_kernel_repro.npz\n")
+    assert (
+        "_GRID = (2, 1, 1)" in written
+        and "def histogram_kernel(" in written
+        and "import kernel_nb" not in written.split("def test_kernel_nb")[0]
+    )
+    ran = text_of(by_source["import os"])
+    assert "1 passed, 1 skipped" in ran and "a race depends on the order programs run in" in ran
+    fixed = text_of(by_source['print("findings:", fixed.findings)'])
+    assert fixed.startswith("findings: []\ncounts: [")
