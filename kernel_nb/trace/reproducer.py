@@ -4,7 +4,7 @@ The file needs neither a notebook nor the user's code: it carries the kernel's s
 helpers', recreates the globals they read (`Launch.kernel_globals`), and loads the buffers'
 elements from an .npz beside it. Its first test runs the kernel with plain Triton and asserts the
 symptom stock Triton shows (`_stock_check`), or skips saying why; its second runs the launch under
-kernel_nb and asserts the same finding at the same line. Its fixed parts are `_HEAD` ... `_KERNEL_NB`.
+kernel_nb and asserts the same finding at the same line. Its fixed parts are in `reproducer_template`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,23 @@ import numpy as np
 
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.records import LAUNCH_ERROR, ArgumentInfo, Finding, Pid, SourceInfo
+from kernel_nb.trace.reproducer_template import (
+    FOUND,
+    GUARD_PAGES,
+    GUARDED_MAIN,
+    HEAD,
+    HELPERS,
+    KERNEL_NB,
+    MAIN,
+    STOCK,
+    STOCK_SAYS,
+    WHERE,
+)
 
 _MIN_RED_ZONE = 4096  # elements of sentinel on each side of a buffer, at least
-_MAX_RED_ZONE = 1 << 26  # farther out, a red zone costs too much memory: the stock test skips
+# farther out, a red zone (on a GPU) costs too much memory, and guard pages (under the interpreter)
+# too much address space to reserve: the stock test skips
+_MAX_RED_ZONE = 1 << 26
 # the bits of the NaN that fills a float buffer's red zones: one with a payload of its own, so that
 # a NaN the kernel stores there still changes them (the fp8 formats have no bits to spare)
 _NAN_BITS = {
@@ -34,7 +48,7 @@ _NAN_BITS = {
 _INTEGERS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _IMPORTS = ("module", "from")
 _OVERFLOW = re.compile(r"int(\d+) overflow in '([-+*])'")
-# what the file's head imports: a kernel global of the same name must mean the same thing
+# what the file's `HEAD` imports: a kernel global of the same name must mean the same thing
 _OWN: dict[str, tuple[str, Any]] = {
     **{m: ("module", m) for m in ("contextlib", "ctypes", "dataclasses", "json", "os", "subprocess", "sys")},
     **{"np": ("module", "numpy"), "pytest": ("module", "pytest"), "triton": ("module", "triton")},
@@ -49,16 +63,6 @@ _SKIPS = {
     "shift_overflow": "stock Triton gives no error for a shift by the bit width or more",
     "undefined_cast": "stock Triton casts NaN and out-of-range floats to integers without a word",
     "precision_loss": "precision loss is measured against kernel_nb's fp64 shadow, which stock Triton lacks",
-}
-_STOCK_SAYS = {
-    "red_zone_read": "the buffers lie in larger allocations whose red zones hold a sentinel (NaN, or an "
-    "extreme integer); the out-of-bounds load brings the sentinel into a buffer",
-    "red_zone_write": "the buffers lie in larger allocations with red zones; the store changes one of {arg}",
-    "assert": "the launch raises the failed assert (with the stock interpreter's debug option on)",
-    "raises": "the launch raises, as kernel_nb's run raised {detail}",
-    "nan_origin": "a buffer holds NaN where it held none before the launch",
-    "inf_origin": "a buffer holds Inf where it held none before the launch",
-    "skip": "skipped: {detail}",
 }
 
 
@@ -111,7 +115,8 @@ def write_pytest(
     if finding.kind == "uninitialised_read":  # kernel_nb tells such reads only of poisoned memory
         options["poison"] = (finding.arg,)
 
-    text = _docstring(launch, finding, mode, detail, inputs.name) + _HEAD + _globals_block(launch)
+    guarded = mode in ("out_of_bounds_read", "out_of_bounds_write")
+    text = _docstring(launch, finding, mode, detail, inputs.name) + HEAD + _globals_block(launch)
     line = None
     for file, def_line, source in _sources(launch):
         text += "\n\n" + source
@@ -129,6 +134,7 @@ def write_pytest(
         "_LINE": line,
         "_ARG": finding.arg,
         "_RED_ZONE": red_zone,
+        "_OUT_OF_BOUNDS": _nearest_out_of_bounds(launch, finding) if guarded else None,
         "_ASSERT_MESSAGE": _assert_message(finding) if mode == "assert" else None,
         "_USES_LIBDEVICE": any(
             t in _IMPORTS and "libdevice" in repr(d) for t, d in launch.kernel_globals.values()
@@ -141,9 +147,9 @@ def write_pytest(
         if len(shown) > 96 and isinstance(value, dict):  # one item a line
             shown = "{\n" + "".join(f"    {_literal(k)}: {_literal(v)},\n" for k, v in value.items()) + "}"
         text += f"{name} = {shown}\n"
-    stock = _STOCK[mode].replace("@REASON@", _literal(detail))
-    check = _FOUND["error" if error is not None else "line" if line is not None else "kind"]
-    text += _HELPERS + stock + _KERNEL_NB.replace("@CHECK@", check)
+    stock = STOCK[mode].replace("@REASON@", _literal(detail)) + (GUARD_PAGES if guarded else "")
+    check = FOUND["error" if error is not None else "line" if line is not None else "kind"]
+    text += HELPERS + stock + KERNEL_NB.replace("@CHECK@", check) + (GUARDED_MAIN if guarded else MAIN)
     target.write_text(text)
     np.savez(inputs, **{name: bits for name, (_, bits) in buffers.items()})  # type: ignore[arg-type]
     return target, inputs
@@ -189,10 +195,13 @@ def _sentinel(dtype: str) -> int:
 def _stock_check(launch: LaunchData, finding: Finding) -> tuple[str, str, int]:
     """What the stock test asserts: (mode, detail, red zone in elements).
 
-    Measured on triton 3.9's interpreter: loads and stores copy raw memory with no bounds check
-    (an out-of-bounds load returns what lies there, a store overwrites it); tl.device_assert does
-    nothing unless the builder's options say debug, and then raises AssertionError(message)
-    wrapped in InterpreterError, as do its overflow checks of integer + - * below 64 bits.
+    Measured on triton 3.9's interpreter: loads, stores and atomics copy raw memory with no bounds
+    check (an out-of-bounds load returns what lies there, a store overwrites it), touching every
+    lane the mask lets through, whether its value is used or not, and no other lane; so a buffer
+    flush against a PROT_NONE page faults exactly when an access of kernel_nb's reaches past it,
+    and not when it reads the element next to the page. tl.device_assert does nothing unless the
+    builder's options say debug, and then raises AssertionError(message) wrapped in
+    InterpreterError, as do its overflow checks of integer + - * below 64 bits.
     """
     if finding.kind == LAUNCH_ERROR:
         error = finding.message.split(":", 1)[0]
@@ -212,18 +221,39 @@ def _stock_check(launch: LaunchData, finding: Finding) -> tuple[str, str, int]:
 
 
 def _out_of_bounds(launch: LaunchData, finding: Finding) -> tuple[str, str, int]:
-    bmap = launch.buffers.get(finding.arg) if finding.arg is not None else None
-    refused = [lo for _, line, lo in (bmap.oob if bmap is not None else ()) if line == finding.line]
-    if bmap is None or not refused:
+    """A refused access the stock test can meet: under the interpreter at a guard page (see
+    `_nearest_out_of_bounds`), on a GPU in red zones that reach past every element it went to."""
+    refused = _refused(launch, finding)
+    if not refused:
         why = "misaligned, read-only, or at an address no argument leads to"
         return "skip", f"the access was refused as {why}, which stock Triton does not check", 0
-    reach = max(max(-lo, lo - bmap.size + 1, 0) for lo in refused)
+    reach = max(outside for _, outside in refused)
     spans = [int(np.asarray(s).size) for s in launch.snapshot.values()]
     red_zone = max(_MIN_RED_ZONE, *spans) + reach
     if red_zone > _MAX_RED_ZONE:
-        return "skip", f"the access lands {reach} elements outside {finding.arg}, too far for a red zone", 0
+        why = "too far for red zones or guard pages"
+        return "skip", f"the access lands {reach} elements outside {finding.arg}, {why}", 0
     reads = re.search(r"\b(?:tl\.|descriptor )load of ", finding.message) is not None
-    return ("red_zone_read" if reads else "red_zone_write"), "", red_zone
+    return ("out_of_bounds_read" if reads else "out_of_bounds_write"), "", red_zone
+
+
+def _refused(launch: LaunchData, finding: Finding) -> list[tuple[int, int]]:
+    """The accesses to the finding's argument kernel_nb refused at its line: per access its first
+    out-of-bounds element (the lowest) and how many elements outside the argument that one lies."""
+    bmap = launch.buffers.get(finding.arg) if finding.arg is not None else None
+    los = [lo for _, line, lo in (bmap.oob if bmap is not None else ()) if line == finding.line]
+    return [(lo, max(-lo, lo - bmap.size + 1, 0)) for lo in los] if bmap is not None else []
+
+
+def _nearest_out_of_bounds(launch: LaunchData, finding: Finding) -> tuple[str | None, int]:
+    """(argument, element offset) of the refused access whose element lies nearest its argument.
+
+    Under the stock interpreter the access faults once one of its lanes lies in a guard page: the
+    file puts the argument flush against guard pages on the side this element lies (before its
+    start where it is negative), reaching as far as it. An access that leaves by the start has the
+    farthest of its elements before the start recorded, so its guard covers them all."""
+    lo, _ = min(_refused(launch, finding), key=lambda refused: refused[1])
+    return finding.arg, lo
 
 
 def _assert_message(finding: Finding) -> str | None:
@@ -282,7 +312,7 @@ def _docstring(launch: LaunchData, finding: Finding, mode: str, detail: str, inp
     message = finding.message.replace("\\", "/").replace('"""', "'''")
     found = "error class" if finding.kind == LAUNCH_ERROR else "finding"
     what = finding.message.split(":", 1)[0] if finding.kind == LAUNCH_ERROR else finding.kind
-    stock = _STOCK_SAYS["skip" if mode == "skip" else mode].format(arg=finding.arg, detail=detail)
+    stock = STOCK_SAYS["skip" if mode == "skip" else mode].format(arg=finding.arg, detail=detail)
     return (
         f'"""{launch.kernel}: {what} at {where}, reproduced with plain Triton.\n\n'
         + "\n".join(textwrap.wrap(message, 100))
@@ -291,19 +321,8 @@ def _docstring(launch: LaunchData, finding: Finding, mode: str, detail: str, inp
         f"elements before the launch ({inputs}).\n\n"
         + "\n".join(textwrap.wrap(f"test_stock_triton: {stock}.", 100))
         + f"\ntest_kernel_nb: kernel_nb interprets the launch again and reports the same {found} at the\n"
-        "same line.\n" + _WHERE
+        "same line.\n" + WHERE
     )
-
-
-_WHERE = """
-Where it runs: on the CPU under TRITON_INTERPRET=1 (torch CPU tensors), or compiled on a GPU (torch
-CUDA tensors) when the CUDA driver reports a device and TRITON_INTERPRET is not 1. The file asks the
-driver (cuInit and cuDeviceGetCount of libcuda, through ctypes) before it imports Triton, because
-@triton.jit reads TRITON_INTERPRET as it decorates; torch.cuda would import torch first and fail or
-take seconds where no driver is. Set TRITON_INTERPRET to choose. kernel_nb runs the launch in a child
-process with TRITON_INTERPRET=0: it interprets plain JITFunctions, not the stock interpreter's.
-\"\"\"
-"""
 
 
 def _literal(value: Any) -> str:
@@ -321,179 +340,3 @@ def _literal(value: Any) -> str:
     if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton.language"):
         return f"tl.dtype({json.dumps(value.name)})"
     raise ValueError(f"{value!r} has no literal form")
-
-
-_HEAD = """
-import contextlib
-import ctypes
-import dataclasses
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import numpy as np
-import pytest
-
-
-def _cuda_device_usable():
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    count = ctypes.c_int(0)
-    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
-
-
-if not _cuda_device_usable():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-"""
-
-_HELPERS = '''
-
-def _device(torch):
-    """The device of the buffers: the CPU under the stock interpreter, else the GPU."""
-    if not isinstance(_KERNEL, triton.JITFunction):
-        if _USES_LIBDEVICE:
-            pytest.skip("the stock interpreter cannot run libdevice calls: run this file on a GPU")
-        return "cpu"
-    if not torch.cuda.is_available():
-        pytest.skip("TRITON_INTERPRET is not 1 but torch sees no CUDA device")
-    return "cuda"
-
-
-def _stock_arguments(torch, device):
-    """The arguments, each buffer inside a larger allocation with _RED_ZONE elements of its
-    sentinel on both sides; and the allocations, as signed-integer bits."""
-    args, memories = dict(_VALUES), {}
-    with np.load(Path(__file__).with_name(_INPUTS)) as saved:
-        for name, (dtype, shape, strides, sentinel) in _BUFFERS.items():
-            span = saved[name]
-            bits = np.full(span.size + 2 * _RED_ZONE, sentinel, span.dtype)
-            bits[_RED_ZONE : _RED_ZONE + span.size] = span
-            memories[name] = torch.from_numpy(bits).to(device)
-            args[name] = memories[name].view(getattr(torch, dtype)).as_strided(shape, strides, _RED_ZONE)
-    return args, memories
-
-
-def _launch(torch, device, args, **options):
-    _KERNEL[_GRID](**args, **options)
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def _new(torch, args, before, what):
-    """The buffers that hold `what` (NaN, Inf, or their red zones' sentinel: NaN for floats, else
-    its bits) where they held none before the launch."""
-
-    def holds(tensor, sentinel):
-        values = tensor.cpu()
-        if values.dtype.is_floating_point:
-            return torch.isinf(values.double()) if what == "inf" else torch.isnan(values.double())
-        bits = values.view(getattr(torch, f"int{8 * values.element_size()}"))
-        return bits == sentinel if what == "sentinel" else torch.zeros_like(bits, dtype=torch.bool)
-
-    return [n for n, spec in _BUFFERS.items() if (holds(args[n], spec[3]) & ~holds(before[n], spec[3])).any()]
-
-
-@contextlib.contextmanager
-def _interpreter_debug():
-    """The stock interpreter skips tl.device_assert and its integer overflow checks unless its
-    builder's options say debug, and no public switch sets that (TRITON_DEBUG and debug=True
-    reach compiled kernels only): set it for the launch, restored after."""
-    if isinstance(_KERNEL, triton.JITFunction):
-        yield
-        return
-    from triton.runtime import interpreter
-
-    builder = getattr(interpreter, "interpreter_builder", None)
-    if builder is None or not dataclasses.is_dataclass(builder.options):
-        pytest.skip("this Triton's interpreter has no debug option to turn its asserts on")
-    saved = builder.options
-    builder.options = dataclasses.replace(saved, debug=True)
-    try:
-        yield
-    finally:
-        builder.options = saved
-
-'''
-
-_SETUP = """
-def test_stock_triton():
-    torch = pytest.importorskip("torch")
-    device = _device(torch)
-    args, memories = _stock_arguments(torch, device)
-"""
-_BEFORE = "    before = {name: args[name].cpu().clone() for name in _BUFFERS}\n"
-_RUN = _SETUP + _BEFORE + "    _launch(torch, device, args)\n"
-_STOCK = {
-    "red_zone_read": _RUN
-    + """    reached = _new(torch, args, before, "sentinel")
-    assert reached, "the out-of-bounds load brought no red-zone sentinel into any buffer"
-""",
-    "red_zone_write": _SETUP
-    + """    _launch(torch, device, args)
-    red = np.r_[0:_RED_ZONE, -_RED_ZONE:0]
-    changed = [n for n, m in memories.items() if (m.cpu().numpy()[red] != _BUFFERS[n][3]).any()]
-    assert _ARG in changed, f"the out-of-bounds store changed no red zone of {_ARG} (changed: {changed})"
-""",
-    "nan_origin": _RUN
-    + '    assert _new(torch, args, before, "nan"), "no buffer holds NaN it did not hold"\n',
-    "inf_origin": _RUN
-    + '    assert _new(torch, args, before, "inf"), "no buffer holds Inf it did not hold"\n',
-    "assert": _SETUP
-    + """    with _interpreter_debug(), pytest.raises(Exception) as raised:
-        _launch(torch, device, args, debug=True)
-    if device == "cpu" and _ASSERT_MESSAGE is not None:
-        assert _ASSERT_MESSAGE in str(raised.value)
-""",
-    "raises": _SETUP + "    with pytest.raises(Exception):\n        _launch(torch, device, args)\n",
-    "skip": "\ndef test_stock_triton():\n    pytest.skip(@REASON@)\n",
-}
-_FOUND = {
-    "error": '(found["error"], found["line"]) == (_ERROR, _LINE)',
-    "line": '[_KIND, _LINE] in found["findings"]',
-    "kind": '_KIND in [kind for kind, _ in found["findings"]]',
-}
-_KERNEL_NB = '''
-
-def test_kernel_nb():
-    pytest.importorskip("kernel_nb")
-    env = {**os.environ, "TRITON_INTERPRET": "0"}
-    run = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr
-    found = json.loads(run.stdout.strip().splitlines()[-1])
-    assert @CHECK@, found
-
-
-def _kernel_nb_run():
-    """The launch under kernel_nb, on numpy arrays: its error and findings."""
-    import kernel_nb
-    import ml_dtypes
-
-    args = dict(_VALUES)
-    with np.load(Path(__file__).with_name(_INPUTS)) as saved:
-        for name, (dtype, shape, strides, _) in _BUFFERS.items():
-            span = saved[name].view(np.dtype(getattr(ml_dtypes, dtype, dtype)))
-            args[name] = np.lib.stride_tricks.as_strided(span, shape, [s * span.itemsize for s in strides])
-    error = launch = None
-    try:
-        with kernel_nb.interpret(**_KERNEL_NB_OPTIONS) as session:
-            _KERNEL[_GRID](**args)
-        launch = session.trace[0]
-    except kernel_nb.KernelError as exc:
-        error, launch = exc, exc.launch
-    return {
-        "error": None if error is None else type(error).__name__,
-        "line": getattr(error, "line", None),
-        "findings": [[f.kind, f.line] for f in launch.findings] if launch is not None else [],
-    }
-
-
-if __name__ == "__main__":
-    print(json.dumps(_kernel_nb_run()))
-'''

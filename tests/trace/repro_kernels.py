@@ -27,6 +27,43 @@ def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def doubled_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    # the lanes past the end load what lies there, and the masked store never keeps it
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, x * 2, mask=mask)
+
+
+@triton.jit
+def difference_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    # lane 0 of program 0 loads the element before x's start, which the store leaves out
+    previous = tl.load(x_ptr + offsets - 1)
+    tl.store(out_ptr + offsets, x - previous, mask=mask & (offsets > 0))
+
+
+@triton.jit
+def strided_rows_kernel(x_ptr, out_ptr, n_cols, stride_row, stride_col, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    # the columns past n_cols of the last row lie past x's span; the other rows' lie inside it
+    x = tl.load(x_ptr + row * stride_row + cols * stride_col)
+    tl.store(out_ptr + row * n_cols + cols, x, mask=cols < n_cols)
+
+
+@triton.jit
+def window_kernel(x_ptr, out_ptr, start, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    # a window that starts past x's end: every lane reads thousands of elements past it
+    x = tl.load(x_ptr + start + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x, mask=mask)
+
+
+@triton.jit
 def row_log_kernel(x_ptr, out_ptr, n_cols, stride_row, stride_col, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)

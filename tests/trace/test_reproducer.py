@@ -2,6 +2,7 @@
 on a CPU would run it (TRITON_INTERPRET=1): its tests pass while the planted bug is in the kernel,
 and fail once the bug is fixed in the written file, so they do not pass for nothing."""
 
+import json
 import os
 import re
 import subprocess
@@ -102,6 +103,38 @@ CASES = {
         ("tl.store(out_ptr + offsets, x)", "tl.store(out_ptr + offsets, x, mask=offsets < n)"),
         "passed",
     ),
+    "unmasked_load_masked_store": (
+        k.doubled_kernel,
+        (3,),
+        lambda: (_floats(20), np.zeros(20, np.float32), 20),
+        ("launch_error", "x = tl.load(x_ptr + offsets)"),
+        ("tl.load(x_ptr + offsets)", "tl.load(x_ptr + offsets, mask=mask)"),
+        "passed",
+    ),
+    "read_before_the_start": (
+        k.difference_kernel,
+        (3,),
+        lambda: (_floats(24), np.zeros(24, np.float32), 24),
+        ("launch_error", "previous = tl.load(x_ptr + offsets - 1)"),
+        ("tl.load(x_ptr + offsets - 1)", "tl.load(x_ptr + offsets - 1, mask=mask & (offsets > 0))"),
+        "passed",
+    ),
+    "read_past_a_strided_view": (
+        k.strided_rows_kernel,
+        (4,),
+        lambda: _row_log_inputs(negative_row=None),
+        ("launch_error", "x = tl.load(x_ptr + row * stride_row + cols * stride_col)"),
+        ("cols * stride_col)", "cols * stride_col, mask=cols < n_cols)"),
+        "passed",
+    ),
+    "read_far_past_the_end": (
+        k.window_kernel,
+        (2,),
+        lambda: (_floats(20), np.zeros(16, np.float32), 10_000, 16),
+        ("launch_error", "x = tl.load(x_ptr + start + offsets, mask=mask)"),
+        ('"start": 10000', '"start": 4'),
+        "passed",
+    ),
     "nan_in_one_row": (
         k.row_log_kernel,
         (4,),
@@ -153,6 +186,18 @@ CASES = {
 }
 
 
+# the out-of-bounds cases: the argument and element the written file puts a guard page at (the
+# nearest of those the access went to: the farthest before a start, the first past an end)
+GUARDED = {
+    "out_of_bounds_load": ("x_ptr", 20),
+    "out_of_bounds_store": ("out_ptr", 20),
+    "unmasked_load_masked_store": ("x_ptr", 20),
+    "read_before_the_start": ("x_ptr", -1),
+    "read_past_a_strided_view": ("x_ptr", 48),
+    "read_far_past_the_end": ("x_ptr", 10_000),
+}
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_written_file_reproduces_the_bug_and_not_its_fix(tmp_path, case):
     kernel, grid, inputs, (kind, buggy_line), (bug, fix), stock = CASES[case]
@@ -171,6 +216,59 @@ def test_the_written_file_reproduces_the_bug_and_not_its_fix(tmp_path, case):
     assert outcomes[f"{test_file.stem}::test_kernel_nb"] == ("passed", "")
     assert outcomes[f"{fixed.stem}::test_kernel_nb"][0] == "failed"
     assert outcomes[f"{fixed.stem}::test_stock_triton"][0] == ("failed" if stock == "passed" else "skipped")
+    if case in GUARDED:  # the fixed launch ran to its end, reading the elements next to the guard pages
+        message = outcomes[f"{fixed.stem}::test_stock_triton"][1].splitlines()[0]
+        assert message == (
+            "AssertionError: the launch exited with status 0, not killed by SIGSEGV: no access reached a guard page"
+        )
+
+
+# run by a child process on a written file: where _guarded puts the span of the argument the access
+# leaves, and what /proc/self/maps says may be done at the bytes of the elements around it
+_GUARD_PROBE = """
+import importlib.util, json, sys
+import numpy as np
+import torch
+
+spec = importlib.util.spec_from_file_location("written", sys.argv[1])
+written = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(written)
+arg, element = written._OUT_OF_BOUNDS
+with np.load(written.Path(sys.argv[1]).with_name(written._INPUTS)) as saved:
+    bits = saved[arg]
+span = written._guarded(torch, arg, bits)
+np.testing.assert_array_equal(span.numpy(), bits)
+maps = [line.split() for line in open("/proc/self/maps")]
+
+def access(k):
+    at = [span.data_ptr() + k * bits.itemsize + byte for byte in (0, bits.itemsize - 1)]
+    found = {m[1] for a in at for m in maps if int(m[0].split("-")[0], 16) <= a < int(m[0].split("-")[1], 16)}
+    return "/".join(sorted(found))
+
+edge = 0 if element < 0 else bits.size - 1
+step = -1 if element < 0 else 1
+print(json.dumps([access(edge - step), access(edge), access(edge + step), access(element)]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the memory map Linux shows")
+@pytest.mark.parametrize("case", list(GUARDED))
+def test_the_guard_pages_lie_flush_against_the_span_and_reach_the_access(tmp_path, case):
+    kernel, grid, inputs, *_ = CASES[case]
+    test_file, _ = write_pytest(_interpreted(kernel, grid, *inputs(), BLOCK=8), tmp_path)
+    assert _constant(test_file, "_OUT_OF_BOUNDS") == repr(GUARDED[case]).replace("'", '"')
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run(
+        [sys.executable, "-c", _GUARD_PROBE, str(test_file)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    # the span's edge element and its neighbour inside are readable and writable; the element past
+    # the edge and the element the access went to lie in pages no access may touch
+    assert json.loads(run.stdout) == ["rw-p", "rw-p", "---p", "---p"]
 
 
 def test_a_launch_without_findings_has_nothing_to_reproduce(tmp_path):
