@@ -109,7 +109,7 @@ def _error_class(finding: Finding) -> str | None:
 
 def _mismatch(launch: Launch, arg: str | None) -> Finding | None:
     """The launch's first buffer out of tolerance against its GPU run (`arg`'s, where given), as a
-    finding naming the program that last wrote its first mismatching element."""
+    finding naming its mismatching elements and the program that last wrote the first of them."""
     comparison = launch.comparison
     if comparison is None:
         return None
@@ -123,6 +123,7 @@ def _mismatch(launch: Launch, arg: str | None) -> Finding | None:
                 launch=launch.index,
                 pid=writer,
                 arg=buffer.arg,
+                elements=buffer.positions,
             )
     return None
 

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.minimize.spec import LaunchSpec, iter_symbols
+from kernel_nb.trace import Finding
 
 Move = Iterator[tuple[str, LaunchSpec]]
-Pid = tuple[int, int, int] | None
 
 
 def smaller_sizes(v: int) -> list[int]:
@@ -32,20 +32,25 @@ def smaller_sizes(v: int) -> list[int]:
     return sorted(c for c in out if 1 <= c < v)
 
 
-def shrink_sizes(spec: LaunchSpec, pid: Pid) -> Move:
-    """Each size made smaller; arrays cut to the part that the failing program `pid` reads
-    (where each program along a grid axis takes an equal share of the size: rows, blocks), else
-    to their leading part, else to their trailing part."""
+def shrink_sizes(spec: LaunchSpec, finding: Finding) -> Move:
+    """Each size made smaller; arrays cut to the part that holds the element the finding names,
+    or that its program reads (where each program along a grid axis takes an equal share of the
+    size: rows, blocks), else to their leading part, else to their trailing part."""
     for size in iter_symbols(spec):
         for smaller in smaller_sizes(size):
-            for start in _starts(spec, pid, size, smaller):
+            for start in _starts(spec, finding, size, smaller):
                 changed = _resized(spec, size, smaller, start)
                 if changed is not None:
                     yield changed
 
 
-def _starts(spec: LaunchSpec, pid: Pid, size: int, smaller: int) -> list[int]:
-    starts = []
+def _starts(spec: LaunchSpec, finding: Finding, size: int, smaller: int) -> list[int]:
+    starts = [
+        min(max(at - shift, 0), size - smaller)
+        for at in _named(spec, finding, size)
+        for shift in (0, smaller - 1)
+    ]
+    pid = finding.pid
     if pid is not None:
         for axis, programs in enumerate(spec.grid):
             if programs > 1:
@@ -55,7 +60,21 @@ def _starts(spec: LaunchSpec, pid: Pid, size: int, smaller: int) -> list[int]:
     return list(dict.fromkeys(starts))
 
 
-def shrink_grid(spec: LaunchSpec, pid: Pid) -> Move:
+def _named(spec: LaunchSpec, finding: Finding, size: int) -> list[int]:
+    """Where along a dimension of `size` the first element a finding names lies, in its argument
+    (a C-contiguous array): the indices of that element along each such dimension."""
+    array = spec.arrays().get(finding.arg or "")
+    elements = finding.elements
+    if array is None or elements is None or not np.size(elements) or not array.flags.c_contiguous:
+        return []
+    first = int(np.ravel(elements)[0])
+    if not 0 <= first < array.size:
+        return []
+    index = np.unravel_index(first, array.shape)
+    return [int(i) for i, d in zip(index, array.shape) if d == size]
+
+
+def shrink_grid(spec: LaunchSpec, finding: Finding) -> Move:
     """The axes no argument gives (see spec's module docstring), on their own."""
     for axis, (size, formulas) in enumerate(zip(spec.grid, spec.formulas)):
         if formulas or size <= 1:
@@ -64,7 +83,7 @@ def shrink_grid(spec: LaunchSpec, pid: Pid) -> Move:
             yield f"grid axis {axis}: {size} → {smaller}", spec.with_grid(axis, smaller)
 
 
-def shrink_blocks(spec: LaunchSpec, pid: Pid) -> Move:
+def shrink_blocks(spec: LaunchSpec, finding: Finding) -> Move:
     """Constexprs that are powers of two (block sizes), from 1 up: alone, and with the sizes a
     grid axis divides by them made as much smaller (the same programs, each with a smaller block)."""
     for name, value in spec.ints("constexpr").items():
@@ -95,7 +114,7 @@ def _divided_by(spec: LaunchSpec, block: str) -> list[int]:
     return list(dict.fromkeys(sizes))
 
 
-def simpler_values(spec: LaunchSpec, pid: Pid) -> Move:
+def simpler_values(spec: LaunchSpec, finding: Finding) -> Move:
     """Each array's elements as zeros, ones, their signs, then small whole numbers; each float
     scalar as 0 and 1."""
     for name, array in spec.arrays().items():

@@ -131,7 +131,7 @@ def minimize(
     while improved and not (timed_out or interrupted):
         improved = False
         for move in MOVES:
-            for what, candidate in move(best, finding.pid):
+            for what, candidate in move(best, finding):
                 if time.monotonic() > deadline:
                     timed_out = True
                     break

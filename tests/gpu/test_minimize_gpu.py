@@ -4,6 +4,8 @@ small launch that is out of tolerance still, every candidate compared on the rea
 from __future__ import annotations
 
 import numpy as np
+import triton
+import triton.language as tl
 
 import kernel_nb
 import kernel_nb.gpu as gpu
@@ -34,3 +36,28 @@ def test_a_tf32_dot_out_of_a_strict_tolerance_shrinks_to_one_small_program():
     with gpu.compare() as again:
         dk.dot_kernel[result.grid](**result.arguments)
     assert again.trace[0].comparison.ok
+
+
+@triton.jit
+def to_int8(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask).to(tl.int8), mask=mask)
+
+
+def test_an_out_of_range_cast_the_gpu_rounds_its_own_way_shrinks_to_its_element():
+    # fp32 → int8 of a value past 127 is undefined (LLVM's fptosi): the interpreter wraps it and
+    # says so (undefined_cast); what the GPU's conversion makes of it is the GPU's
+    n = 1 << 20
+    x = np.random.default_rng(1).uniform(-100, 100, n).astype(np.float32)
+    x[700_001] = 300.0
+    out = np.zeros(n, np.int8)
+    with gpu.compare() as session:
+        to_int8[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+    launch = session.trace[0]
+    assert not launch.comparison.ok, launch.comparison.report()
+
+    result = kernel_nb.minimize(launch, MISMATCH, time_limit=240, progress=print)
+
+    assert result.launch.num_programs == 1 and result.finding.arg == "out_ptr"
+    assert result.arguments["x_ptr"].size <= 4 and (np.abs(result.arguments["x_ptr"]) > 127).any()

@@ -15,8 +15,8 @@ import triton
 
 import kernel_nb
 from kernel_nb.minimize import Failure, LaunchSpec
-from kernel_nb.minimize.moves import smaller_sizes
-from kernel_nb.trace import LAUNCH_ERROR, Trace
+from kernel_nb.minimize.moves import shrink_sizes, smaller_sizes
+from kernel_nb.trace import LAUNCH_ERROR, Finding, Trace
 from tests.minimize import kernels as k
 
 
@@ -268,3 +268,24 @@ def _outcomes(tmp_path, *files):
         name = f"{case.get('classname').split('.')[-1]}::{case.get('name')}"
         outcomes[name] = (outcome, found[0].get("message", "") if found else "")
     return outcomes
+
+
+def test_arrays_are_cut_around_the_element_a_finding_names():
+    # as a GPU mismatch names them: the elements out of tolerance, and their writer
+    n = 1 << 16
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    launch = k.interpreted(lambda: k.add_masked[(n // 1024,)](x, y, np.zeros_like(x), n, BLOCK=1024))
+    spec = LaunchSpec.of(launch)
+    named = Finding(
+        kind="gpu_mismatch",
+        severity="error",
+        message="",
+        arg="out_ptr",
+        pid=(48, 0, 0),
+        elements=np.array([50001]),
+    )
+
+    what, first = next(shrink_sizes(spec, named))
+
+    assert what == "n: 65536 → 1 (arrays from element 50001)"
+    assert first.values["x_ptr"].tolist() == [50001.0] and first.values["n"] == 1 and first.grid == (1, 1, 1)
