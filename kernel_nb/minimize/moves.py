@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_nb.minimize.spec import LaunchSpec, iter_symbols
+from kernel_nb.minimize.spec import LaunchSpec, base_of, iter_symbols
 from kernel_nb.trace import Finding
 
 Move = Iterator[tuple[str, LaunchSpec]]
@@ -184,14 +184,7 @@ def _like(values: np.ndarray, array: np.ndarray) -> np.ndarray:
     if array.flags.c_contiguous:
         return np.ascontiguousarray(values)
     out = np.lib.stride_tricks.as_strided(
-        np.zeros_like(_span(array)), array.shape, array.strides, writeable=True
+        np.zeros_like(base_of(array)), array.shape, array.strides, writeable=True
     )
     out[...] = values
     return out
-
-
-def _span(array: np.ndarray) -> np.ndarray:
-    base = array
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    return base

@@ -251,14 +251,15 @@ def _argument(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         if value.base is not None and not value.flags.c_contiguous:
             # the copy keeps the layout: strides the kernel is given stay true
-            base = np.array(_whole(value))
-            offset = value.__array_interface__["data"][0] - _whole(value).__array_interface__["data"][0]
+            base = np.array(base_of(value))
+            offset = value.__array_interface__["data"][0] - base_of(value).__array_interface__["data"][0]
             return np.ndarray(value.shape, value.dtype, base.data, offset, value.strides)
         return np.array(value)
     return value
 
 
-def _whole(array: np.ndarray) -> np.ndarray:
+def base_of(array: np.ndarray) -> np.ndarray:
+    """The array `array` is a view of (itself if none)."""
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
