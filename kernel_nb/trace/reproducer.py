@@ -21,14 +21,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from kernel_nb.trace.buffer_map import BufferMap
+from kernel_nb.trace.compare import Comparison
 from kernel_nb.trace.records import LAUNCH_ERROR, ArgumentInfo, Finding, Pid, SourceInfo
 from kernel_nb.trace.reproducer_template import (
     FOUND,
+    GPU_MISMATCH,
     GUARD_PAGES,
     GUARDED_MAIN,
     HEAD,
     HELPERS,
     KERNEL_NB,
+    KERNEL_NB_COMPARED,
     MAIN,
     STOCK,
     STOCK_SAYS,
@@ -79,6 +82,7 @@ class LaunchData(Protocol):
     kernel_globals: dict[str, tuple[str, Any]]
     buffers: dict[str, BufferMap]
     shadow: str | None
+    comparison: Comparison | None
 
 
 def write_pytest(
@@ -116,6 +120,8 @@ def write_pytest(
         options["poison"] = (finding.arg,)
 
     guarded = mode in ("out_of_bounds_read", "out_of_bounds_write")
+    compared = mode == "gpu_mismatch"
+    expected, tolerance = _expected(launch, finding) if compared else ({}, None)
     text = _docstring(launch, finding, mode, detail, inputs.name) + HEAD + _globals_block(launch)
     line = None
     for file, def_line, source in _sources(launch):
@@ -140,6 +146,7 @@ def write_pytest(
             t in _IMPORTS and "libdevice" in repr(d) for t, d in launch.kernel_globals.values()
         ),
         "_KERNEL_NB_OPTIONS": options,
+        **({"_TOLERANCE": tolerance, "_GPU_OPTIONS": _gpu_options(launch)} if compared else {}),
     }
     text += f"\n\n_KERNEL = {launch.kernel}\n"
     for name, value in constants.items():
@@ -148,10 +155,13 @@ def write_pytest(
             shown = "{\n" + "".join(f"    {_literal(k)}: {_literal(v)},\n" for k, v in value.items()) + "}"
         text += f"{name} = {shown}\n"
     stock = STOCK[mode].replace("@REASON@", _literal(detail)) + (GUARD_PAGES if guarded else "")
+    stock += GPU_MISMATCH if compared else ""
     check = FOUND["error" if error is not None else "line" if line is not None else "kind"]
-    text += HELPERS + stock + KERNEL_NB.replace("@CHECK@", check) + (GUARDED_MAIN if guarded else MAIN)
+    kernel_nb = KERNEL_NB_COMPARED if compared else KERNEL_NB.replace("@CHECK@", check)
+    text += HELPERS + stock + kernel_nb + (GUARDED_MAIN if guarded else MAIN)
     target.write_text(text)
-    np.savez(inputs, **{name: bits for name, (_, bits) in buffers.items()})  # type: ignore[arg-type]
+    arrays = {name: bits for name, (_, bits) in buffers.items()} | expected
+    np.savez(inputs, **arrays)  # type: ignore[arg-type]
     return target, inputs
 
 
@@ -212,6 +222,11 @@ def _stock_check(launch: LaunchData, finding: Finding) -> tuple[str, str, int]:
         return ("assert" if error == "KernelAssertionError" else "raises"), error, 0
     if finding.kind in ("nan_origin", "inf_origin"):
         return finding.kind, "", 0
+    if finding.kind == "gpu_mismatch":
+        comparison = launch.comparison
+        if comparison is None or finding.arg not in [b.arg for b in comparison.mismatching]:
+            return "skip", f"the launch holds no comparison in which {finding.arg} is out of tolerance", 0
+        return "gpu_mismatch", "", 0
     if finding.kind == "int_overflow":
         found = _OVERFLOW.search(finding.message)
         if found is not None and int(found[1]) < 64:
@@ -235,6 +250,26 @@ def _out_of_bounds(launch: LaunchData, finding: Finding) -> tuple[str, str, int]
         return "skip", f"the access lands {reach} elements outside {finding.arg}, {why}", 0
     reads = re.search(r"\b(?:tl\.|descriptor )load of ", finding.message) is not None
     return ("out_of_bounds_read" if reads else "out_of_bounds_write"), "", red_zone
+
+
+def _expected(launch: LaunchData, finding: Finding) -> tuple[dict[str, np.ndarray], tuple[float, float]]:
+    """The interpreter's span of the mismatching buffer after the launch, as signed-integer bits
+    under the .npz key "expected.<arg>", and the (rtol, atol) it was judged by: where part of it
+    fell under a second rule (tf32 dots' stores), the looser of the two for all of it, so that
+    an element out of that tolerance is out of the one the comparison applied."""
+    assert launch.comparison is not None
+    buffer = next(b for b in launch.comparison.mismatching if b.arg == finding.arg)
+    rules = [buffer.tolerance, *([buffer.relaxed[0]] if buffer.relaxed is not None else [])]
+    cpu = np.ascontiguousarray(np.asarray(buffer.cpu).reshape(-1))
+    bits = cpu.view(np.dtype(f"i{cpu.dtype.itemsize}"))
+    tolerance = (max(float(r.rtol) for r in rules), max(r.floor(cpu) for r in rules))
+    return {f"expected.{buffer.arg}": bits}, tolerance
+
+
+def _gpu_options(launch: LaunchData) -> dict[str, Any]:
+    """How the compared launch was compiled, where it differs from Triton's default."""
+    fused = launch.comparison is None or getattr(launch.comparison, "fp_fusion", True)
+    return {} if fused else {"enable_fp_fusion": False}
 
 
 def _refused(launch: LaunchData, finding: Finding) -> list[tuple[int, int]]:
@@ -320,9 +355,20 @@ def _docstring(launch: LaunchData, finding: Finding, mode: str, detail: str, inp
         "helpers', the globals they read, the grid, the scalar and constexpr arguments, and the buffers'\n"
         f"elements before the launch ({inputs}).\n\n"
         + "\n".join(textwrap.wrap(f"test_stock_triton: {stock}.", 100))
-        + f"\ntest_kernel_nb: kernel_nb interprets the launch again and reports the same {found} at the\n"
-        "same line.\n" + WHERE
+        + "\n"
+        + "\n".join(textwrap.wrap(f"test_kernel_nb: {_kernel_nb_says(finding, mode, found)}.", 100))
+        + "\n"
+        + WHERE
     )
+
+
+def _kernel_nb_says(finding: Finding, mode: str, found: str) -> str:
+    if mode == "gpu_mismatch":
+        return (
+            "kernel_nb compares the interpreted launch with the compiled one again, at the same "
+            f"tolerance, and finds {finding.arg} out of it"
+        )
+    return f"kernel_nb interprets the launch again and reports the same {found} at the same line"
 
 
 def _literal(value: Any) -> str:

@@ -23,6 +23,9 @@ STOCK_SAYS = {
     "raises": "the launch raises, as kernel_nb's run raised {detail}",
     "nan_origin": "a buffer holds NaN where it held none before the launch",
     "inf_origin": "a buffer holds Inf where it held none before the launch",
+    "gpu_mismatch": "compiled on a GPU, the launch leaves elements of {arg} out of tolerance of what "
+    "the interpreter computed (saved in the .npz); under the stock interpreter it skips: the interpreter's "
+    "side is the reference",
     "skip": "skipped: {detail}",
 }
 
@@ -172,6 +175,16 @@ STOCK = {
     "raises": _SETUP
     + _ARGUMENTS
     + "    with pytest.raises(Exception):\n        _launch(torch, device, args)\n",
+    "gpu_mismatch": _SETUP
+    + """    if device == "cpu":
+        pytest.skip("the mismatch is the GPU's, against the interpreter's results saved beside this file")
+"""
+    + _ARGUMENTS
+    + """    _launch(torch, device, args, **_GPU_OPTIONS)
+    far = _out_of_tolerance(torch, memories[_ARG])
+    assert far, f"the GPU's {_ARG} is within tolerance (rtol, atol = {_TOLERANCE}) of the interpreter's"
+    print(f"{_ARG}: {len(far)} elements out of tolerance, the first at span offsets {far[:8]}")
+""",
     "skip": "\ndef test_stock_triton():\n    pytest.skip(@REASON@)\n",
 }
 
@@ -244,6 +257,53 @@ def _guarded_launch():
             span = _guarded(torch, name, saved[name])
             args[name] = span.view(getattr(torch, dtype)).as_strided(shape, strides, span.storage_offset())
     _KERNEL[_GRID](**args)
+'''
+
+GPU_MISMATCH = """
+
+def _out_of_tolerance(torch, memory):
+    "\""The span offsets of buffer `memory` (with its red zones) whose GPU value lies out of
+    |gpu - cpu| <= atol + rtol * |cpu| of the interpreter's, or is NaN on one side only."\""
+    rtol, atol = _TOLERANCE
+    with np.load(Path(__file__).with_name(_INPUTS)) as saved:
+        bits = saved[f"expected.{_ARG}"]
+    dtype = getattr(torch, _BUFFERS[_ARG][0])
+    cpu = torch.from_numpy(bits).view(dtype).double()
+    gpu = memory.cpu()[_RED_ZONE : _RED_ZONE + bits.size].view(dtype).double()
+    close = ((gpu - cpu).abs() <= atol + rtol * cpu.abs()) | (gpu == cpu) | (gpu.isnan() & cpu.isnan())
+    return torch.nonzero(~close).flatten().tolist()
+"""
+
+KERNEL_NB_COMPARED = '''
+
+def test_kernel_nb():
+    pytest.importorskip("kernel_nb")
+    pytest.importorskip("cupy")
+    if not isinstance(_KERNEL, triton.JITFunction):
+        pytest.skip("kernel_nb compares the interpreter with the compiled kernel: run this file on a GPU")
+    env = {**os.environ, "TRITON_INTERPRET": "0"}
+    run = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert _ARG in found["mismatching"], found
+
+
+def _kernel_nb_run():
+    """The launch under kernel_nb's comparison with the GPU, on numpy arrays, at the tolerance it
+    was judged by: the buffers out of it."""
+    import kernel_nb.gpu
+    import ml_dtypes
+
+    args = dict(_VALUES)
+    with np.load(Path(__file__).with_name(_INPUTS)) as saved:
+        for name, (dtype, shape, strides, _) in _BUFFERS.items():
+            span = saved[name].view(np.dtype(getattr(ml_dtypes, dtype, dtype)))
+            args[name] = np.lib.stride_tricks.as_strided(span, shape, [s * span.itemsize for s in strides])
+    rtol, atol = _TOLERANCE
+    with kernel_nb.gpu.compare(kernel_nb.Options(**_KERNEL_NB_OPTIONS), rtol=rtol, atol=atol) as session:
+        _KERNEL[_GRID](**args)
+    comparison = session.trace[0].comparison
+    return {"mismatching": [b.arg for b in comparison.mismatching], "report": comparison.report()}
 '''
 
 FOUND = {

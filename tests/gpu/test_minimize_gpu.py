@@ -3,6 +3,11 @@ small launch that is out of tolerance still, every candidate compared on the rea
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
 import numpy as np
 import triton
 import triton.language as tl
@@ -15,7 +20,42 @@ from tests.diff import kernels as dk
 STRICT = {"rtol": 0.0, "atol": 0.0}
 
 
-def test_a_tf32_dot_out_of_a_strict_tolerance_shrinks_to_one_small_program():
+def _exported_outcomes(result, tmp_path):
+    """The minimised launch written as a test file and run with pytest in a fresh process, compiled
+    on this GPU: per test its outcome and message."""
+    test_file, _ = result.to_pytest(tmp_path)
+    report = tmp_path / "report.xml"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            str(test_file),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    print(run.stdout[-3000:], run.stderr[-3000:])
+    outcomes = {}
+    for case in ET.parse(report).iter("testcase"):
+        found = [c for c in case if c.tag in ("failure", "error", "skipped")]
+        outcomes[case.get("name")] = (
+            found[0].tag if found else "passed",
+            found[0].get("message", "") if found else "",
+        )
+    return outcomes
+
+
+def test_a_tf32_dot_out_of_a_strict_tolerance_shrinks_to_one_small_program(tmp_path):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
     c = np.zeros((128, 128), np.float32)
@@ -37,6 +77,10 @@ def test_a_tf32_dot_out_of_a_strict_tolerance_shrinks_to_one_small_program():
         dk.dot_kernel[result.grid](**result.arguments)
     assert again.trace[0].comparison.ok
 
+    # the exported file, compiled on the GPU, shows the mismatch against the interpreter's saved results
+    outcomes = _exported_outcomes(result, tmp_path)
+    assert outcomes == {"test_stock_triton": ("passed", ""), "test_kernel_nb": ("passed", "")}, outcomes
+
 
 @triton.jit
 def to_int8(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -45,7 +89,7 @@ def to_int8(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask).to(tl.int8), mask=mask)
 
 
-def test_an_out_of_range_cast_the_gpu_rounds_its_own_way_shrinks_to_its_element():
+def test_an_out_of_range_cast_the_gpu_rounds_its_own_way_shrinks_to_its_element(tmp_path):
     # fp32 → int8 of a value past 127 is undefined (LLVM's fptosi): the interpreter wraps it and
     # says so (undefined_cast); what the GPU's conversion makes of it is the GPU's
     n = 1 << 20
@@ -61,3 +105,5 @@ def test_an_out_of_range_cast_the_gpu_rounds_its_own_way_shrinks_to_its_element(
 
     assert result.launch.num_programs == 1 and result.finding.arg == "out_ptr"
     assert result.arguments["x_ptr"].size <= 4 and (np.abs(result.arguments["x_ptr"]) > 127).any()
+    outcomes = _exported_outcomes(result, tmp_path)
+    assert outcomes == {"test_stock_triton": ("passed", ""), "test_kernel_nb": ("passed", "")}, outcomes

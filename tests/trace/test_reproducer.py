@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 import kernel_nb
+from kernel_nb.compare.buffers import compare_buffer
 from kernel_nb.engine.kernel_globals import kernel_globals
+from kernel_nb.trace.compare import Comparison, Tolerance
 from kernel_nb.trace.reproducer import write_pytest
 from tests.trace import repro_kernels as k
 
@@ -313,3 +315,65 @@ def test_a_buffer_with_negative_strides_is_refused(tmp_path):
     assert str(raised.value) == (
         "block_sum_kernel: argument x_ptr cannot be exported: torch has no tensor of float32 with strides (-1,)"
     )
+
+
+def _compared(launch, cpu, gpu_out):
+    """`launch` as a compare session leaves it, with `gpu_out` for what the GPU wrote to out_ptr:
+    the comparison is made by kernel_nb's own buffer comparison, the GPU's side stands in."""
+    before = np.asarray(launch.snapshot["out_ptr"])
+    buffer = compare_buffer(
+        "out_ptr", before, cpu, gpu_out, shape=cpu.shape, tolerance=Tolerance(rtol=1e-3, atol=1e-5)
+    )
+    launch.comparison = Comparison(launch=0, kernel=launch.kernel, device="a stand-in", buffers=[buffer])
+    return launch
+
+
+def test_a_gpu_mismatch_is_written_with_the_interpreters_results_and_its_tolerance(tmp_path):
+    from kernel_nb.minimize.failure import MISMATCH, Failure
+
+    out = np.zeros(20, np.float32)
+    launch = _interpreted(k.checked_sqrt_kernel, (3,), _floats(20), out, 20, BLOCK=8)
+    gpu_out = np.sqrt(_floats(20))
+    gpu_out[13] += 0.5
+    launch = _compared(launch, out, gpu_out)
+    finding = Failure.of(launch, MISMATCH).found_in(launch)
+    test_file, npz = write_pytest(launch, tmp_path, finding=finding)
+
+    assert _constant(test_file, "_TOLERANCE") == "(0.001, 1e-05)"
+    assert _constant(test_file, "_GPU_OPTIONS") == "{}"
+    with np.load(npz) as saved:
+        assert sorted(saved) == ["expected.out_ptr", "out_ptr", "x_ptr"]
+        np.testing.assert_array_equal(saved["expected.out_ptr"].view(np.float32), out)
+    outcomes = _outcomes(tmp_path, test_file)
+    stock, kernel_nb_test = (
+        outcomes[f"{test_file.stem}::{t}"] for t in ("test_stock_triton", "test_kernel_nb")
+    )
+    assert stock[0] == "skipped" and "the mismatch is the GPU's" in stock[1]
+    assert kernel_nb_test[0] == "skipped"
+
+    # the file's own judgement of a GPU's span (red zones about it), as the GPU run would use it
+    torch = pytest.importorskip("torch")
+    module = _imported(test_file)
+    zone = module._RED_ZONE
+    memory = torch.full((20 + 2 * zone,), float("nan"))
+    memory[zone : zone + 20] = torch.from_numpy(gpu_out)
+    assert module._out_of_tolerance(torch, memory) == [13]
+    memory[zone + 13] = float(out[13]) * (1 + 5e-4)  # within rtol
+    assert module._out_of_tolerance(torch, memory) == []
+
+
+def _imported(test_file):
+    """The written file as a module, imported under the stock interpreter's switch."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(test_file.stem, test_file)
+    module = importlib.util.module_from_spec(spec)
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        os.environ.pop("TRITON_INTERPRET") if saved is None else os.environ.__setitem__(
+            "TRITON_INTERPRET", saved
+        )
+    return module
