@@ -35,7 +35,7 @@ class Session:
         self._engine: Engine | None = None
         self._seen = 0
         self._snapshot: NamespaceSnapshot | None = None
-        self._triton_run: Any = None
+        self._triton_runs: dict[type, Any] = {}
 
     @property
     def launches(self) -> list[Launch]:
@@ -45,8 +45,9 @@ class Session:
         jit = triton_compat.JIT_FUNCTION
         if getattr(jit.run, _ACTIVE_MARK, False):
             raise RuntimeError("a kernel_nb session is already active: sessions cannot be nested")
-        self._snapshot = NamespaceSnapshot([jit, triton_compat.AUTOTUNER])
-        self._triton_run = jit.run
+        # the stock interpreter's kernels (TRITON_INTERPRET=1) are taken over as well
+        self._snapshot = NamespaceSnapshot([*triton_compat.JIT_TYPES, triton_compat.AUTOTUNER])
+        self._triton_runs = {cls: getattr(cls, "run", None) for cls in triton_compat.JIT_TYPES}
         session = self
 
         def run(kernel: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
@@ -61,7 +62,14 @@ class Session:
             return run_chosen_config(tuner, session.options.autotune_config, args, kwargs)
 
         setattr(run, _ACTIVE_MARK, True)
-        jit.run = run
+        for cls in triton_compat.JIT_TYPES:
+            cls.run = run
+        if triton_compat.INTERPRETED_RUN_PER_KERNEL:
+
+            def launcher(kernel: Any, grid: Any) -> Any:
+                return lambda *args, **kwargs: run(kernel, *args, grid=grid, **kwargs)
+
+            triton_compat.INTERPRETED_FUNCTION.__getitem__ = launcher
         triton_compat.AUTOTUNER.run = autotuner_run
         return self
 
@@ -82,8 +90,20 @@ class Session:
         return None
 
     def _run_as_triton(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The launch as Triton itself would run it (the `JITFunction.run` the session replaced)."""
-        return self._triton_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+        """The launch as Triton itself would run it (the `run` the session replaced: compiled, or
+        the stock interpreter's under TRITON_INTERPRET=1)."""
+        return self._triton_run_of(kernel)(kernel, *args, grid=grid, warmup=False, **kwargs)
+
+    def _triton_run_of(self, kernel: Any) -> Any:
+        run = next(run for cls, run in self._triton_runs.items() if isinstance(kernel, cls))
+        if run is None:  # triton 3.4's interpreter: the kernel's own run (INTERPRETED_RUN_PER_KERNEL)
+            return lambda kernel, *args, warmup, **kwargs: kernel.run(*args, **kwargs)
+        return run
+
+    @property
+    def _triton_run(self) -> Any:
+        """Triton's compiled launch (`JITFunction.run`), as the session found it."""
+        return self._triton_runs[triton_compat.JIT_FUNCTION]
 
     def _interpret(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch:
         if self._engine is None:

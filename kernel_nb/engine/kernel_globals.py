@@ -31,7 +31,6 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import triton
 import triton.language as tl
 
 from kernel_nb.engine import triton_compat
@@ -124,7 +123,7 @@ def _describe(value: Any) -> Global:
         return ("unsupported", repr(value))
     if type(value) in _PLAIN:
         return ("value", value)
-    if isinstance(value, triton.JITFunction):
+    if isinstance(value, triton_compat.JIT_TYPES):
         function = triton_compat.jit_source_function(value)
         if not str(function.__module__).startswith("triton."):
             return ("jit", function.__name__)

@@ -73,7 +73,7 @@ def routed_language() -> Iterator[None]:
     an inner one puts the routed namespaces back as they were when it began (a run re-patches
     them: the batched strategy's language, Triton's own calls), so that a launch that runs its
     programs several times (a batched attempt, then the detectors' replays) patches once."""
-    spaces = [*triton_compat.language_namespaces(), triton_compat.JIT_FUNCTION]
+    spaces = [*triton_compat.language_namespaces(), *triton_compat.JIT_TYPES]
     if _routed:
         try:
             yield
@@ -102,33 +102,37 @@ def interpreter_scope(call_helper: Callable[[Any, tuple[Any, ...], dict[str, Any
 
     Yields the interpreter's builder, with device_assert enabled.
     """
-    jit_cls = triton_compat.JIT_FUNCTION
     b = triton_compat.builder()
     old_options = b.options
     # a scope inside another gives the helper calls back to the outer one's `call_helper`
-    old_call, old_get = vars(jit_cls).get("__call__", _MISSING), vars(jit_cls).get("__get__", _MISSING)
+    olds = {
+        (cls, name): vars(cls).get(name, _MISSING)
+        for cls in triton_compat.JIT_TYPES
+        for name in ("__call__", "__get__")
+    }
 
     def routed_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return call_helper(self, args, kwargs)
+        return call_helper(triton_compat.as_jit(self), args, kwargs)
 
     def bound_to_value(self: Any, obj: Any, owner: Any = None) -> Any:
         # x.sum(): a @triton.jit function that is a member of tl.tensor takes the tensor first, as
         # the compiler's BoundJITMethod does
         if obj is None or not triton_compat.is_value(obj):
             return self
-        return lambda *args, **kwargs: call_helper(self, (obj, *args), kwargs)
+        return lambda *args, **kwargs: call_helper(triton_compat.as_jit(self), (obj, *args), kwargs)
 
     with routed_language():
         try:
-            jit_cls.__call__ = routed_call
-            jit_cls.__get__ = bound_to_value
+            for cls in triton_compat.JIT_TYPES:
+                cls.__call__ = routed_call
+                cls.__get__ = bound_to_value
             triton_compat.set_debug(b)
             yield b
         finally:
             b.options = old_options
-            for name, old in (("__call__", old_call), ("__get__", old_get)):
+            for (cls, name), old in olds.items():
                 if old is _MISSING:
                     with suppress(AttributeError):
-                        delattr(jit_cls, name)
+                        delattr(cls, name)
                 else:
-                    setattr(jit_cls, name, old)
+                    setattr(cls, name, old)

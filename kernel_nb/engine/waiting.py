@@ -48,9 +48,7 @@ def _loops_in(code: Any, fn: Callable[..., Any]) -> tuple[int | None, tuple[Any,
                 line = node.lineno + start
         elif isinstance(node, ast.Name):
             value = fn.__globals__.get(node.id)
-            if isinstance(value, triton_compat.JIT_FUNCTION) and not value.fn.__module__.startswith(
-                "triton."
-            ):
+            if isinstance(value, triton_compat.JIT_TYPES) and not value.fn.__module__.startswith("triton."):
                 helpers.append(value.fn)
     return line, tuple(helpers)
 

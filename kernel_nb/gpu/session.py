@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kernel_nb.engine import triton_compat
-from kernel_nb.errors import KernelError
+from kernel_nb.errors import KernelError, LaunchArgumentError
 from kernel_nb.gpu import device as gpu_device
 from kernel_nb.gpu.arguments import Arguments, describe
 from kernel_nb.gpu.compile import DEFAULT_TARGET, compile_for_target, parse_target
@@ -154,6 +154,14 @@ class GpuSession(Session):
         self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: bool
     ) -> Any:
         mode = self.gpu_options.mode
+        if triton_compat.interpreted_only(kernel):
+            name = triton_compat.innermost_jit(kernel).fn.__name__
+            raise LaunchArgumentError(
+                f"{name}: TRITON_INTERPRET=1 was set when @triton.jit made this kernel, so Triton holds "
+                "only its interpreter's version of it, which no GPU runs: unset TRITON_INTERPRET before "
+                "importing triton to compile it (kernel_nb interprets plain kernels itself)",
+                kernel=name,
+            )
         if mode == "interpret":
             if not selected:
                 return self._run_as_triton(kernel, grid, args, kwargs)

@@ -254,3 +254,20 @@ def test_compare_says_so_when_both_sides_fail():
     comparison = session.trace[0].comparison
     assert comparison.gpu_error == "add_kernel: the compiled launch failed"
     assert comparison.verdict().endswith("; the GPU failed too: add_kernel: the compiled launch failed")
+
+
+@pytest.mark.parametrize("mode", ["gpu", "compare"])
+def test_a_kernel_made_under_triton_interpret_is_refused_by_the_gpu_side_before_anything_runs(mode):
+    # what @triton.jit makes while TRITON_INTERPRET=1: the stock interpreter's function only
+    from triton.runtime.interpreter import InterpretedFunction
+
+    interpreted = InterpretedFunction(k.add_kernel.fn)
+    x, y, out = _inputs()
+    launcher = fake_gpu()
+    session = gpu.GpuSession(gpu=gpu.GpuOptions(mode=mode), launcher=launcher)
+    with pytest.raises(kernel_nb.LaunchArgumentError) as raised, session:
+        interpreted[(4,)](x, y, out, 1000, BLOCK=256)
+    assert str(raised.value).startswith(
+        "add_kernel: TRITON_INTERPRET=1 was set when @triton.jit made this kernel"
+    )
+    assert launcher.calls == [] and session.trace.launches == [] and not out.any()

@@ -56,7 +56,11 @@ def run_notebook(tmp_path: Path) -> RunNotebook:
     }
 
     def run(
-        nb: nbformat.NotebookNode, *, allow_errors: bool = False, **client_options: object
+        nb: nbformat.NotebookNode,
+        *,
+        allow_errors: bool = False,
+        kernel_env: dict[str, str] | None = None,
+        **client_options: object,
     ) -> nbformat.NotebookNode:
         km = AsyncKernelManager(
             kernel_name="kernel-nb-test",
@@ -70,6 +74,6 @@ def run_notebook(tmp_path: Path) -> RunNotebook:
             resources={"metadata": {"path": str(tmp_path)}},
             **client_options,
         )
-        return client.execute(cleanup_kc=True, env=env)
+        return client.execute(cleanup_kc=True, env={**env, **(kernel_env or {})})
 
     return run

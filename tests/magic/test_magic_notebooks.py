@@ -175,3 +175,27 @@ def test_a_failing_cell_shows_the_viewer_at_the_failure_then_the_error(run_noteb
     )
     assert state["meta"]["launches"][0]["statements"][state["stmt"]]["name"] == "offsets"
     assert text_of(after) == f"launch_error (3, 0, 0) {line} x_ptr () False\n"
+
+
+def test_a_kernel_made_under_triton_interpret_runs_in_the_engine_and_shows_the_viewer(run_notebook):
+    # kernel authors often keep TRITON_INTERPRET=1 set: @triton.jit then makes the stock
+    # interpreter's functions, which the magic runs as it does plain kernels
+    nb = run_notebook(
+        notebook(
+            "%load_ext kernel_nb",
+            KERNELS + "\nprint(type(add_kernel).__name__)",
+            "x = np.arange(1000, dtype=np.float32); y = np.ones(1000, np.float32); out = np.zeros(1000, np.float32)",
+            "%%tkernel interpret\nadd_kernel[(4,)](x, y, out, 1000, BLOCK=256)",
+            "print((out == x + y).all(), _tk[0].value(1, 'offsets')[:3].tolist())",
+            "%%tkernel interpret\nunmasked_kernel[(4,)](x, out, BLOCK=256)",
+        ),
+        allow_errors=True,
+        kernel_env={"TRITON_INTERPRET": "1"},
+    )
+    _, kernels, _, run, check, failing = nb.cells
+    assert text_of(kernels).strip() == "InterpretedFunction"
+    assert [o.output_type for o in run.outputs] == ["display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in run.outputs[0].data
+    assert text_of(check).strip() == "True [256, 257, 258]"
+    assert failing.outputs[-1].ename == "KernelMemoryError"
+    assert any(o.output_type == "display_data" for o in failing.outputs)  # the failed launch's viewer

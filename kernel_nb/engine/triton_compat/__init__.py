@@ -34,7 +34,10 @@ from kernel_nb.engine.triton_compat.descriptors import (
 from kernel_nb.engine.triton_compat.interpreter import (
     AUTOTUNER,
     HEURISTICS,
+    INTERPRETED_FUNCTION,
+    INTERPRETED_RUN_PER_KERNEL,
     JIT_FUNCTION,
+    JIT_TYPES,
     LANGUAGE_DIR,
     RUNTIME_DIR,
     TENSOR_WRAPPER,
@@ -60,8 +63,10 @@ from kernel_nb.engine.triton_compat.interpreter import (
     stock_transformers,
 )
 from kernel_nb.engine.triton_compat.jit import (
+    as_jit,
     constexpr_names,
     innermost_jit,
+    interpreted_only,
     jit_source_function,
     updated_source,
 )
@@ -139,7 +144,10 @@ __all__ = [
     "FP_TO_FP",
     "HEURISTICS",
     "IDIV",
+    "INTERPRETED_FUNCTION",
+    "INTERPRETED_RUN_PER_KERNEL",
     "JIT_FUNCTION",
+    "JIT_TYPES",
     "LANGUAGE_DIR",
     "LIBDEVICE_CUDA",
     "LIBDEVICE_STUBS",
@@ -160,6 +168,7 @@ __all__ = [
     "TensorDescHandle",
     "TensorHandle",
     "UnsupportedTritonError",
+    "as_jit",
     "backend_names",
     "builder",
     "builder_as",
@@ -176,6 +185,7 @@ __all__ = [
     "handle_with_data",
     "implicit_convert",
     "innermost_jit",
+    "interpreted_only",
     "is_interpreter_range",
     "is_pointer_tensor",
     "is_tensor",

@@ -37,6 +37,14 @@ RUNTIME_DIR = str(Path(str(interp.__file__)).resolve().parent)
 
 # The public classes whose methods a session replaces (and restores).
 JIT_FUNCTION = JITFunction
+# What @triton.jit makes while TRITON_INTERPRET=1 (the stock interpreter's kernels and helpers,
+# triton.language's own @jit functions included): a session takes over its launches and calls as
+# it does a JITFunction's, through a JITFunction of the same function (`jit.as_jit`).
+INTERPRETED_FUNCTION: Any = require(interp, "InterpretedFunction")
+JIT_TYPES: tuple[Any, ...] = (JITFunction, INTERPRETED_FUNCTION)
+# triton 3.4's InterpretedFunction makes its `run` per kernel, in __init__, and launches through a
+# __getitem__ of its own that does not call it: a session replaces that __getitem__ there
+INTERPRETED_RUN_PER_KERNEL: bool = not hasattr(INTERPRETED_FUNCTION, "run")
 
 # What triton.reinterpret(tensor, dtype) returns: `.base` and `.dtype` (a Triton element type).
 TENSOR_WRAPPER = TensorWrapper

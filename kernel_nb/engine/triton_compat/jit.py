@@ -13,6 +13,10 @@ from typing import Any
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
+from kernel_nb.engine.triton_compat.interpreter import INTERPRETED_FUNCTION, JIT_TYPES
+
+_TWIN = "__kernel_nb_jit__"
+
 
 def jit_source_function(jit_fn: Any) -> Callable[..., Any]:
     """The Python function under a @triton.jit (or autotune/heuristics) object."""
@@ -41,10 +45,34 @@ def updated_source(jit: Any) -> tuple[str, int] | None:
 
 
 def innermost_jit(kernel: Any) -> Any:
+    """The JITFunction under a kernel (through autotune and heuristics wrappers; see `as_jit`)."""
     fn = kernel
-    while not isinstance(fn, JITFunction):
+    while not isinstance(fn, JIT_TYPES):
         fn = fn.fn
-    return fn
+    return as_jit(fn)
+
+
+def interpreted_only(kernel: Any) -> bool:
+    """Whether a kernel was made while TRITON_INTERPRET=1: Triton holds only its stock
+    interpreter's version, which no GPU runs."""
+    fn = kernel
+    while not isinstance(fn, JIT_TYPES):
+        fn = fn.fn
+    return isinstance(fn, INTERPRETED_FUNCTION)
+
+
+def as_jit(fn: Any) -> Any:
+    """A JITFunction for a @triton.jit object: itself, or for the stock interpreter's function
+    (TRITON_INTERPRET=1) a JITFunction of the same Python function and decorator options, made
+    once and kept on it."""
+    if not isinstance(fn, INTERPRETED_FUNCTION):
+        return fn
+    twin = fn.__dict__.get(_TWIN)
+    if twin is None:
+        accepted = inspect.signature(JITFunction.__init__).parameters
+        options = {k: v for k, v in getattr(fn, "kwargs", {}).items() if k in accepted}
+        twin = fn.__dict__[_TWIN] = JITFunction(fn.fn, **options)
+    return twin
 
 
 def constexpr_names(fn: Callable[..., Any]) -> set[str]:
