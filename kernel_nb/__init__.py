@@ -25,6 +25,7 @@ from kernel_nb.errors import (
 from kernel_nb.minimize import Minimized, minimize
 from kernel_nb.options import Options
 from kernel_nb.poison import poison
+from kernel_nb.record import RecordedLaunch, Recording, record
 from kernel_nb.session import Session, interpret
 from kernel_nb.trace import (
     ArgumentInfo,
@@ -54,6 +55,8 @@ __all__ = [
     "Options",
     "ProgramTrace",
     "Record",
+    "RecordedLaunch",
+    "Recording",
     "Session",
     "Statement",
     "Summary",
@@ -64,6 +67,7 @@ __all__ = [
     "minimize",
     "plot",
     "poison",
+    "record",
     "unload_ipython_extension",
 ]
 

@@ -21,7 +21,7 @@ from IPython.display import display
 import kernel_nb
 from kernel_nb.errors import KernelError
 from kernel_nb.magic import cell as cells
-from kernel_nb.magic import flags, gpu_modes, minimizing
+from kernel_nb.magic import flags, gpu_modes, minimizing, recording
 from kernel_nb.minimize import Minimized
 from kernel_nb.options import Options
 from kernel_nb.progress import Progress
@@ -83,10 +83,17 @@ class TKernelMagics(Magics):
         to a small launch that fails the same way, shown in the viewer and bound to ``_tkmin``:
         `kernel_nb.minimize` (see `kernel_nb.magic.minimizing`).
 
+        ``%%tkernel record [--kernel NAME] [--every K] [--max N]`` runs the cell as usual and
+        captures its launches into ``_tkrec``, each of which ``_tkrec[i].replay()`` interprets on
+        the CPU: `kernel_nb.record` (see `kernel_nb.magic.recording`).
+
         ``gpu``, ``compare`` and ``interpret --ir`` are `kernel_nb.gpu.run`, `kernel_nb.gpu.compare`
         and `kernel_nb.gpu.interpret_with_ir`; `kernel_nb.magic.gpu_modes` shows the plain Python.
         """
         __tracebackhide__ = True
+        if cell is not None and line.split(maxsplit=1)[:1] == ["record"]:
+            assert self.shell is not None
+            return recording.run(self.shell, line.split(maxsplit=1)[1] if " " in line.strip() else "", cell)
         if cell is None and line.split(maxsplit=1)[:1] == ["minimize"]:
             shell = self.shell
             assert shell is not None

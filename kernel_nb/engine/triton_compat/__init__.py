@@ -32,6 +32,7 @@ from kernel_nb.engine.triton_compat.descriptors import (
     tensor_descriptor_type,
 )
 from kernel_nb.engine.triton_compat.interpreter import (
+    AUTOTUNE_BENCH,
     AUTOTUNER,
     HEURISTICS,
     INTERPRETED_FUNCTION,
@@ -136,6 +137,7 @@ __all__ = [
     "ATOMIC_POLL_METHOD",
     "ATOMIC_RMW_METHOD",
     "AUTOTUNER",
+    "AUTOTUNE_BENCH",
     "BINARY_OP",
     "CAST",
     "DESCRIPTOR_METHODS",

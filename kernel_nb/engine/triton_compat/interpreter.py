@@ -49,6 +49,8 @@ INTERPRETED_RUN_PER_KERNEL: bool = not hasattr(INTERPRETED_FUNCTION, "run")
 # What triton.reinterpret(tensor, dtype) returns: `.base` and `.dtype` (a Triton element type).
 TENSOR_WRAPPER = TensorWrapper
 AUTOTUNER = Autotuner
+# the Autotuner method that times one config by launching it many times (3.4 to 3.9)
+AUTOTUNE_BENCH = "_bench"
 HEURISTICS = Heuristics
 
 

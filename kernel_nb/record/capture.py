@@ -1,0 +1,236 @@
+"""`kernel_nb.record`: launches run as they would, and the chosen ones are captured on the way.
+
+The launches are taken where Triton starts them, `JITFunction.run` (compiled, on the GPU) and the
+stock interpreter's `run` (TRITON_INTERPRET=1, on the CPU), the innermost call under autotune and
+heuristics, which gets the arguments, the config's and the heuristics' values included. Inside a
+`kernel_nb.interpret` block the run it reaches is kernel_nb's own, and the launches captured are
+interpreted ones.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from kernel_nb.engine import NamespaceSnapshot, triton_compat
+from kernel_nb.gpu.arguments import describe
+from kernel_nb.gpu.grid import resolve_grid
+from kernel_nb.record.recorded import LeafSpec, RecordedLaunch, Recording
+
+DEFAULT_BUDGET = 1 << 30  # bytes of captured arrays, inputs and outputs together
+_PLAIN = (bool, int, float, str, type(None))
+
+
+class RecordSession:
+    """A block whose launches run as usual, the chosen ones captured into `recording`.
+
+    Args:
+        kernel: capture only launches of the kernel of this name (None: every kernel).
+        every: capture every `every`-th launch of those (1: all).
+        max_launches: capture at most this many (None: no limit).
+        budget_bytes: capture no launch that would take the recording past this many bytes.
+    """
+
+    def __init__(
+        self,
+        kernel: str | None = None,
+        every: int = 1,
+        max_launches: int | None = None,
+        budget_bytes: int = DEFAULT_BUDGET,
+    ) -> None:
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be an int >= 1, got {every!r}")
+        if max_launches is not None and (not isinstance(max_launches, int) or max_launches < 0):
+            raise ValueError(f"max_launches must be an int >= 0 or None, got {max_launches!r}")
+        self.kernel, self.every, self.max_launches, self.budget_bytes = (
+            kernel,
+            every,
+            max_launches,
+            budget_bytes,
+        )
+        self.recording = Recording()
+        self._matching = 0
+        self._benchmarking = 0
+        self._snapshot: NamespaceSnapshot | None = None
+
+    def __enter__(self) -> Recording:
+        if self._snapshot is not None:
+            raise RuntimeError("this record block is already open")
+        self._snapshot = NamespaceSnapshot([*triton_compat.JIT_TYPES, triton_compat.AUTOTUNER])
+        for cls in triton_compat.JIT_TYPES:
+            self._hook(cls)
+        bench = getattr(triton_compat.AUTOTUNER, triton_compat.AUTOTUNE_BENCH, None)
+        if bench is not None:
+            session = self
+
+            def timed(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+                # the autotuner times each config by launching it many times: those launches are
+                # counted, not captured; the one it then makes with the config it chose is
+                session._benchmarking += 1
+                try:
+                    return bench(tuner, *args, **kwargs)
+                finally:
+                    session._benchmarking -= 1
+
+            setattr(triton_compat.AUTOTUNER, triton_compat.AUTOTUNE_BENCH, timed)
+        return self.recording
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._snapshot is not None:
+            self._snapshot.restore()
+            self._snapshot = None
+
+    def _hook(self, cls: Any) -> None:
+        session = self
+        if cls is triton_compat.INTERPRETED_FUNCTION and triton_compat.INTERPRETED_RUN_PER_KERNEL:
+            # triton 3.4: launches go through the kernel's __getitem__ to a run made per kernel
+            def launcher(kernel: Any, grid: Any) -> Any:
+                return lambda *args, **kwargs: session._launch(
+                    lambda: kernel.run(*args, grid=grid, **kwargs), kernel, grid, args, kwargs
+                )
+
+            cls.__getitem__ = launcher
+            return
+        original = cls.run
+
+        def run(kernel: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+            def call() -> Any:
+                return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+
+            if warmup:
+                return call()
+            return session._launch(call, kernel, grid, args, kwargs)
+
+        cls.run = run
+
+    def _launch(
+        self, call: Any, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if self._benchmarking:
+            self.recording.benchmark_launches += 1
+            return call()
+        index = self.recording.seen
+        self.recording.seen += 1
+        fn = triton_compat.innermost_jit(kernel).fn
+        name = fn.__name__
+        if self.kernel is not None and name != self.kernel:
+            return call()
+        self._matching += 1
+        if (self._matching - 1) % self.every:
+            return call()
+        if self.max_launches is not None and len(self.recording.launches) >= self.max_launches:
+            self.recording.skipped.append((index, name, f"past --max {self.max_launches}"))
+            return call()
+        try:
+            arguments = describe(fn, args, kwargs)
+            sizes = resolve_grid(name, grid, arguments.meta())
+        except Exception as exc:  # the launch itself says what is wrong with it
+            self.recording.skipped.append((index, name, f"not captured: {exc}"))
+            return call()
+        nbytes = sum(r.hi - r.lo for r in arguments.regions)
+        if self.recording.nbytes + 2 * nbytes > self.budget_bytes:
+            over = f"its arrays ({nbytes / 2**20:.1f} MiB, twice) would pass the budget of {self.budget_bytes / 2**20:.0f} MiB"
+            self.recording.skipped.append((index, name, over))
+            return call()
+        values, refused = _values(arguments, fn)
+        if refused is not None:
+            self.recording.skipped.append((index, name, refused))
+            return call()
+        before = arguments.snapshot()
+        clock = time.perf_counter()
+        result = call()
+        seconds = time.perf_counter() - clock
+        after = arguments.snapshot()  # a device copy waits for the launch, on its stream
+        leaves = [
+            LeafSpec(
+                leaf.name,
+                leaf.dtype.name,
+                tuple(leaf.shape),
+                tuple(leaf.strides),
+                arguments.regions.index(arguments.region_of(leaf)),
+                leaf.ptr - arguments.region_of(leaf).lo,
+                leaf.space,
+                leaf.library,
+            )
+            for leaf in arguments.leaves
+        ]
+        spaces = sorted({leaf.space for leaf in leaves}) or ["host"]
+        self.recording.launches.append(
+            RecordedLaunch(
+                index=index,
+                kernel=name,
+                module=str(fn.__module__),
+                qualname=_qualname(kernel, fn),
+                grid=sizes,
+                values=values,
+                options=dict(arguments.extra),
+                leaves=leaves,
+                inputs=before,
+                outputs=[None if np.array_equal(b, a) else a for b, a in zip(before, after)],
+                device=", ".join(spaces),
+                seconds=seconds,
+                jit=triton_compat.innermost_jit(kernel),
+            )
+        )
+        return result
+
+
+def _values(arguments: Any, fn: Any) -> tuple[dict[str, Any], str | None]:
+    """The arguments that are not arrays, as plain values; or why the launch cannot be captured."""
+    arrays = {leaf.name for leaf in arguments.leaves}
+    values: dict[str, Any] = {}
+    for name, value in arguments.bound.arguments.items():
+        if name in arrays:
+            continue
+        if any(leaf.startswith(name + ".") for leaf in arrays):
+            return (
+                {},
+                f"argument {name} holds arrays in a tuple or a descriptor, which a recording does not take yet",
+            )
+        plain = triton_compat.unwrap_constexpr(value)
+        if isinstance(plain, np.generic):
+            plain = plain.item()
+        if not isinstance(plain, _PLAIN):
+            return {}, f"argument {name} is a {type(plain).__name__}, which a recording does not take yet"
+        values[name] = plain
+    return values, None
+
+
+def _qualname(kernel: Any, fn: Any) -> str:
+    """The name the kernel object is found by in its module: the outermost wrapper's (autotune,
+    heuristics), which is what the module binds."""
+    module = __import__("sys").modules.get(fn.__module__)
+    for name, value in vars(module).items() if module is not None else ():
+        inner = value
+        while inner is not None and not isinstance(inner, triton_compat.JIT_TYPES):
+            inner = getattr(inner, "fn", None)
+        if inner is not None and getattr(inner, "fn", None) is fn:
+            return str(name)
+    return str(fn.__qualname__)
+
+
+def record(
+    kernel: str | None = None,
+    *,
+    every: int = 1,
+    max_launches: int | None = None,
+    budget_bytes: int = DEFAULT_BUDGET,
+) -> RecordSession:
+    """A block whose Triton launches run as they would (compiled on the GPU, or under the stock
+    interpreter), the chosen ones captured: kernel, grid, arguments, and the array arguments'
+    bytes before and after the launch (device arrays copied to the host).
+
+    Use it as ``with kernel_nb.record() as recording:``; then ``recording[i].replay()`` interprets
+    launch i on the CPU with everything recorded and compares it with what really ran, and
+    ``recording.save(path)`` / ``kernel_nb.Recording.load(path)`` carry it to another machine.
+
+    Args:
+        kernel: capture only this kernel's launches (by name).
+        every: capture every `every`-th of them.
+        max_launches: capture at most this many.
+        budget_bytes: the most bytes the captured arrays may take; a launch that would pass it is
+            left out (the recording's table says so).
+    """
+    return RecordSession(kernel, every, max_launches, budget_bytes)

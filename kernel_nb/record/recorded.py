@@ -1,0 +1,267 @@
+"""What a recording holds: per captured launch its kernel, grid, arguments, and the bytes of its
+array arguments before the launch and after it; saved to and loaded from one .npz file.
+
+The bytes are those of the argument's memory regions (`kernel_nb.engine.arrays.Region`): arrays
+that overlap (an in-place kernel given one array twice, views of one base) share a region, as
+they share memory, and are rebuilt as views of one copy when the launch is replayed.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import json
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_nb.engine import triton_compat
+
+# the format of a saved recording, written in it: a loader refuses others
+FORMAT = 1
+_NOT_META = ("inputs", "outputs", "jit")
+
+
+@dataclass
+class LeafSpec:
+    """One array argument of a recorded launch.
+
+    Attributes:
+        name: the kernel parameter.
+        dtype: numpy name of the element type (ml_dtypes names for bf16 and fp8).
+        shape, strides: in elements.
+        region: which of the launch's regions holds its memory.
+        offset: bytes from the region's start to element 0.
+        space: where the caller's array was: "host" or "cuda:N".
+        library: "numpy", "torch" or "cupy".
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    region: int
+    offset: int
+    space: str
+    library: str
+
+
+@dataclass
+class RecordedLaunch:
+    """One launch as it really ran, captured by `kernel_nb.record`.
+
+    Attributes:
+        index: the launch's place among the launches the recording saw (captured or not).
+        kernel: the kernel's name.
+        module, qualname: where the kernel is defined (the notebook's is "__main__").
+        grid: three program counts.
+        values: the scalar, constexpr and None arguments by parameter name.
+        options: the launch's options that are not parameters (num_warps, num_stages, ...).
+        leaves: the array arguments.
+        inputs: per region, its bytes before the launch.
+        outputs: per region, its bytes after the launch (None: unchanged by it).
+        device: where it ran, in words ("cuda:0", or "host": the stock interpreter).
+        seconds: the launch's wall time, copies excluded.
+        jit: the kernel object (not saved; found again by module and qualname on load).
+    """
+
+    index: int
+    kernel: str
+    module: str
+    qualname: str
+    grid: tuple[int, int, int]
+    values: dict[str, Any]
+    options: dict[str, Any]
+    leaves: list[LeafSpec]
+    inputs: list[np.ndarray] = field(repr=False)
+    outputs: list[np.ndarray | None] = field(repr=False)
+    device: str
+    seconds: float
+    jit: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.inputs) + sum(a.nbytes for a in self.outputs if a is not None)
+
+    @property
+    def written(self) -> list[str]:
+        """The array arguments whose memory the launch changed."""
+        return [leaf.name for leaf in self.leaves if self.outputs[leaf.region] is not None]
+
+    def arguments(self, after: bool = False) -> dict[str, Any]:
+        """The launch's arguments by parameter name, the arrays rebuilt as numpy arrays from the
+        bytes before the launch (after it, with `after`): fresh copies, views of one copy where
+        they shared memory."""
+        copies = [
+            np.array(out if after and out is not None else before)
+            for before, out in zip(self.inputs, self.outputs)
+        ]
+        arguments = dict(self.values)
+        for leaf in self.leaves:
+            dtype = np.dtype(_dtype(leaf.dtype))
+            memory = copies[leaf.region]
+            strides = tuple(s * dtype.itemsize for s in leaf.strides)
+            arguments[leaf.name] = np.ndarray(leaf.shape, dtype, memory, leaf.offset, strides)
+        return arguments
+
+    def replay(self, options: Any = None, **tolerance: Any) -> Any:
+        """Interpret this launch on the CPU with everything recorded (`kernel_nb.record.replay`)."""
+        from kernel_nb.record.replay import replay
+
+        return replay(self, options, **tolerance)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "#": self.index,
+            "kernel": self.kernel,
+            "grid": "x".join(str(g) for g in self.grid),
+            "device": self.device,
+            "arrays": ", ".join(f"{leaf.name} {leaf.dtype}{list(leaf.shape)}" for leaf in self.leaves),
+            "written": ", ".join(self.written) or "-",
+            "MiB": f"{self.nbytes / 2**20:.2f}",
+            "ms": f"{self.seconds * 1e3:.2f}",
+        }
+
+
+@dataclass
+class Recording:
+    """The launches a `kernel_nb.record` block captured, and those it saw and left out.
+
+    Attributes:
+        launches: the captured launches, in order.
+        seen: how many launches the block saw, captured or not.
+        skipped: per launch left out, (its index, its kernel, why).
+        benchmark_launches: the launches autotuners made to time their configs (not captured, and
+            not counted in `seen`).
+    """
+
+    launches: list[RecordedLaunch] = field(default_factory=list)
+    seen: int = 0
+    skipped: list[tuple[int, str, str]] = field(default_factory=list)
+    benchmark_launches: int = 0
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    def __iter__(self) -> Any:
+        return iter(self.launches)
+
+    def __getitem__(self, index: int) -> RecordedLaunch:
+        return self.launches[index]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(launch.nbytes for launch in self.launches)
+
+    def table(self) -> str:
+        """The captured launches a line each, then what was left out."""
+        rows = [launch.row() for launch in self.launches]
+        head = f"{len(self.launches)} of {self.seen} launches captured, {self.nbytes / 2**20:.2f} MiB"
+        lines = [head]
+        if rows:
+            keys = list(rows[0])
+            widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in keys}
+            lines.append("  ".join(k.ljust(widths[k]) for k in keys))
+            lines += ["  ".join(str(r[k]).ljust(widths[k]) for k in keys) for r in rows]
+        lines += [f"left out #{i} {kernel}: {why}" for i, kernel, why in self.skipped]
+        if self.benchmark_launches:
+            lines.append(
+                f"left out: {self.benchmark_launches} launches autotuners made to time their configs"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        rows = [launch.row() for launch in self.launches]
+        out = [f"<p>{html.escape(self.table().splitlines()[0])}</p>"]
+        if rows:
+            head = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0])
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>"
+                for r in rows
+            )
+            out.append(f"<table><tr>{head}</tr>{body}</table>")
+        out += [f"<p>left out #{i} {html.escape(k)}: {html.escape(w)}</p>" for i, k, w in self.skipped]
+        return "".join(out)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the recording to one .npz file (the kernels by module and name, not their code)."""
+        target = Path(path).with_suffix(".npz")
+        arrays: dict[str, np.ndarray] = {}
+        launches = []
+        for n, launch in enumerate(self.launches):
+            for r, data in enumerate(launch.inputs):
+                arrays[f"{n}.in.{r}"] = data
+            for r, written in enumerate(launch.outputs):
+                if written is not None:
+                    arrays[f"{n}.out.{r}"] = written
+            meta = {f.name: getattr(launch, f.name) for f in fields(launch) if f.name not in _NOT_META}
+            meta["leaves"] = [asdict(leaf) for leaf in launch.leaves]
+            meta["regions"] = len(launch.inputs)
+            launches.append(meta)
+        meta = {
+            "format": FORMAT,
+            "seen": self.seen,
+            "skipped": self.skipped,
+            "benchmark_launches": self.benchmark_launches,
+            "launches": launches,
+        }
+        try:
+            text = json.dumps(meta)
+        except TypeError as exc:
+            raise ValueError(f"the recording holds a value a saved recording cannot: {exc}") from None
+        arrays["meta"] = np.frombuffer(text.encode(), np.uint8)
+        np.savez(target, **arrays)  # type: ignore[arg-type]
+        return target
+
+    @staticmethod
+    def load(path: str | Path) -> Recording:
+        """A saved recording; each launch's kernel is looked up where it was defined (a kernel of
+        a notebook: in this process's `__main__`, where the notebook that defines it runs), and
+        left None where it is not there (`replay` then says so)."""
+        with np.load(Path(path), allow_pickle=False) as saved:
+            meta = json.loads(bytes(saved["meta"]).decode())
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"{path}: a recording of format {meta.get('format')}, not {FORMAT}")
+            recording = Recording(
+                seen=meta["seen"],
+                skipped=[tuple(s) for s in meta["skipped"]],
+                benchmark_launches=meta["benchmark_launches"],
+            )
+            for n, item in enumerate(meta["launches"]):
+                regions = item.pop("regions")
+                inputs = [saved[f"{n}.in.{r}"] for r in range(regions)]
+                outputs = [saved.get(f"{n}.out.{r}") for r in range(regions)]
+                leaves = [
+                    LeafSpec(**{**leaf, "shape": tuple(leaf["shape"]), "strides": tuple(leaf["strides"])})
+                    for leaf in item.pop("leaves")
+                ]
+                launch = RecordedLaunch(
+                    **{**item, "grid": tuple(item["grid"])}, leaves=leaves, inputs=inputs, outputs=outputs
+                )
+                launch.jit = find_kernel(launch.module, launch.qualname)
+                recording.launches.append(launch)
+        return recording
+
+
+def find_kernel(module: str, qualname: str) -> Any | None:
+    """The JITFunction under `module`.`qualname` (through autotune and heuristics, which a replay
+    does not run again), imported where need be; None where there is none."""
+    try:
+        found: Any = sys.modules.get(module) or importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        return triton_compat.innermost_jit(found)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _dtype(name: str) -> Any:
+    import ml_dtypes
+
+    return getattr(ml_dtypes, name, None) or np.dtype(name)

@@ -1,0 +1,47 @@
+"""kernel_nb.record on the GPU: compiled launches on torch CUDA tensors and CuPy arrays captured
+(device memory copied to the host before and after), replayed on the CPU, within tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernel_nb
+from kernel_nb.record import Recording
+from tests.record import kernels as k
+
+
+def test_torch_cuda_launches_replay_on_the_cpu_within_tolerance(tmp_path):
+    torch = pytest.importorskip("torch")
+    x = torch.randn(5000, device="cuda")
+    y = torch.randn(5000, device="cuda")
+    out = torch.empty(5000, device="cuda")
+    with kernel_nb.record() as recording:
+        k.add_kernel[(40,)](x, y, out, 5000, BLOCK=128)
+        k.scale_kernel[(40,)](out, 5000, 0.25, BLOCK=128)
+        k.tuned_copy_kernel[lambda meta: ((5000 + meta["BLOCK"] - 1) // meta["BLOCK"],)](out, y, 5000)
+    torch.cuda.synchronize()
+    assert [launch.kernel for launch in recording][:2] == ["add_kernel", "scale_kernel"]
+    assert all(launch.device == "cuda:0" for launch in recording)
+    add = recording[0]
+    np.testing.assert_array_equal(add.arguments(after=True)["out_ptr"], (x + y).cpu().numpy())
+    loaded = Recording.load(recording.save(tmp_path / "gpu"))
+    for recorded in loaded:
+        comparison = recorded.replay().comparison
+        assert comparison.ok, comparison.report()
+    print(loaded.table())
+
+
+def test_cupy_launches_replay_on_the_cpu_and_a_wrong_element_is_found():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.arange(3000, dtype=cupy.float32)
+    y = cupy.ones(3000, dtype=cupy.float32)
+    out = cupy.zeros(3000, dtype=cupy.float32)
+    with kernel_nb.record() as recording:
+        k.add_kernel[(24,)](x, y, out, 3000, BLOCK=128)
+    [add] = recording
+    assert add.device == "cuda:0" and add.leaves[0].library == "cupy"
+    assert add.replay().comparison.ok
+    add.outputs[add.leaves[2].region].view(np.float32)[2999] = -1.0
+    [buffer] = add.replay().comparison.mismatching
+    assert buffer.positions.tolist() == [2999]
