@@ -25,12 +25,16 @@ TRITON_TESTS ?= ../shared/triton-tests
 # torch is optional for kernel_nb; the tests of its torch paths (tensors, triton.reinterpret,
 # TensorDescriptor) run with the CPU build this machine keeps on disk (elsewhere pip may fetch a CUDA build).
 TORCH ?= torch==2.13.0
+# a library of Triton kernels for the recording tests (its autograd.Function forward/backward pairs);
+# without its dependencies, which are torch and triton
+LIGER ?= liger-kernel==0.8.5
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
 	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q --no-deps "$(LIGER)"
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml setup.py

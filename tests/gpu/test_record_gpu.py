@@ -45,3 +45,20 @@ def test_cupy_launches_replay_on_the_cpu_and_a_wrong_element_is_found():
     add.outputs[add.leaves[2].region].view(np.float32)[2999] = -1.0
     [buffer] = add.replay().comparison.mismatching
     assert buffer.positions.tolist() == [2999]
+
+
+def test_a_library_forward_and_backward_on_the_gpu_replay_on_the_cpu_within_tolerance():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("liger_kernel")
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+    a = torch.randn(64, 512, device="cuda", requires_grad=True)
+    b = torch.randn(64, 512, device="cuda", requires_grad=True)
+    with kernel_nb.record() as recording:
+        LigerSiLUMulFunction.apply(a, b).sum().backward()
+    torch.cuda.synchronize()
+    assert [r.kernel for r in recording] == ["_swiglu_forward_kernel", "_swiglu_backward_kernel"]
+    for recorded in recording:
+        comparison = recorded.replay().comparison
+        print(comparison.report())
+        assert comparison.ok, comparison.report()
