@@ -31,7 +31,8 @@ def test_record_captures_the_cells_launches_and_replays_one(run_notebook):
     shown = [o for o in recorded.outputs if o.output_type == "display_data"]
     assert "1 of 3 launches captured" in shown[0].data["text/html"]
     assert "left out #2 add_kernel: past --max 1" in shown[0].data["text/plain"]
-    assert [o for o in recorded.outputs if o.output_type == "execute_result"][0].data["text/plain"] == "11.0"
+    [value] = [o for o in recorded.outputs if o.output_type == "execute_result"]
+    assert value.data["text/plain"] == "11.0"
     assert text_of(replayed).strip() == "#0 add_kernel: MATCH (out_ptr); max 0 ulp, max abs 0 1 3"
     assert text_of(bad).startswith("UsageError: %%tkernel record [--kernel NAME]")
     assert "every must be an int >= 1, got 0" in text_of(bad)
