@@ -21,12 +21,15 @@ def test_record_captures_the_cells_launches_and_replays_one(run_notebook):
             "add_kernel[(4,)](x, out, out, 1000, BLOCK=256)\n"
             "float(out[3])",
             "launch = _tkrec[0].replay()\nprint(launch.comparison.verdict(), len(_tkrec), _tkrec.seen)",
+            # saved and loaded: the notebook's kernel is found again in __main__, where it is defined
+            "import kernel_nb\nloaded = kernel_nb.Recording.load(_tkrec.save('recorded.npz'))\n"
+            "print(loaded[0].module, loaded[0].jit.fn is add_kernel.fn, loaded[0].replay().comparison.ok)",
             "%%tkernel record --every 0\npass",
         ),
         allow_errors=True,
         kernel_env={"TRITON_INTERPRET": "1"},
     )
-    _, _, _, recorded, replayed, bad = nb.cells
+    _, _, _, recorded, replayed, loaded, bad = nb.cells
     # the cell ran as it would have, its value is its output, and the table is shown above it
     shown = [o for o in recorded.outputs if o.output_type == "display_data"]
     assert "1 of 3 launches captured" in shown[0].data["text/html"]
@@ -34,5 +37,6 @@ def test_record_captures_the_cells_launches_and_replays_one(run_notebook):
     [value] = [o for o in recorded.outputs if o.output_type == "execute_result"]
     assert value.data["text/plain"] == "11.0"
     assert text_of(replayed).strip() == "#0 add_kernel: MATCH (out_ptr); max 0 ulp, max abs 0 1 3"
+    assert text_of(loaded).strip() == "__main__ True True"
     assert text_of(bad).startswith("UsageError: %%tkernel record [--kernel NAME]")
     assert "every must be an int >= 1, got 0" in text_of(bad)
