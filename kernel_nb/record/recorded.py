@@ -188,9 +188,13 @@ class Recording:
             out.append(f"<table><tr>{head}</tr>{body}</table>")
         out += [f"<p>left out #{i} {html.escape(k)}: {html.escape(w)}</p>" for i, k, w in self.skipped]
         if self.benchmark_launches:
-            out.append(f"<p>left out: {self.benchmark_launches} launches autotuners made to time their configs</p>")
+            out.append(
+                f"<p>left out: {self.benchmark_launches} launches autotuners made to time their configs</p>"
+            )
         if rows:
-            out.append("<p><code>[i].replay()</code> interprets launch i on the CPU and compares it with what ran</p>")
+            out.append(
+                "<p><code>[i].replay()</code> interprets launch i on the CPU and compares it with what ran</p>"
+            )
         return "".join(out)
 
     def save(self, path: str | Path) -> Path:
