@@ -220,14 +220,19 @@ def set_theme(page: Any, theme: str) -> None:
 
 
 QUEUED = "[...document.querySelectorAll('.jp-InputPrompt')].some((e) => e.textContent.includes('*'))"
+PROMPTS = ".jp-CodeCell .jp-InputPrompt"
+# the run began: a cell is queued or running ([*]), or the prompts changed already (cells that ran
+# between two polls, or before the first)
+STARTED = (
+    f"(before) => {{ const now = [...document.querySelectorAll('{PROMPTS}')].map((e) => e.textContent);"
+    " return now.some((t) => t.includes('*')) || now.join('|') !== before; }"
+)
 
 
 def run_all(page: Any) -> None:
     """Run every code cell; JupyterLab stops at a cell that raises (tagged raises-exception): go on below it."""
-    page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
-    page.locator('.lm-Menu-itemLabel:text-is("Run All Cells")').click()
+    start(page, "Run All Cells")
     for _ in range(5):
-        page.wait_for_function(QUEUED, timeout=30_000)
         page.wait_for_function(f"!{QUEUED}")  # done when no cell is queued or running ([*])
         prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
         ran = [i for i, text in enumerate(prompts) if re.search(r"\[\d+\]", text)]
@@ -235,8 +240,24 @@ def run_all(page: Any) -> None:
         if not left:
             return
         page.locator(".jp-CodeCell").nth(left[0]).locator(".jp-InputPrompt").click()
+        start(page, "Run Selected Cell and All Below")
+
+
+def start(page: Any, item: str) -> None:
+    """Run → `item`, and wait until the run has begun. On a loaded machine a menu click can come
+    before JupyterLab takes it: once, the click is made again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(2):
+        before = "|".join(page.locator(PROMPTS).all_text_contents())
         page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
-        page.locator('.lm-Menu-itemLabel:text-is("Run Selected Cell and All Below")').click()
+        page.locator(f'.lm-Menu-itemLabel:text-is("{item}")').click()
+        try:
+            page.wait_for_function(STARTED, arg=before, timeout=30_000 * (attempt + 1))
+            return
+        except PlaywrightTimeout:
+            if attempt:
+                raise
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("0*.ipynb")))
