@@ -15,7 +15,7 @@ BLOCK_ROWS = tl.constexpr(4)
 EPS = 1e-6
 NAME = "rows"
 NOTHING = None
-OFFSET = 1.0  # repro_kernels._shifted_sqrt reads a global OFFSET too, of 4.0
+OFFSET = 1.0  # repro_kernels._shifted_sqrt reads a global OFFSET too, tl.constexpr(4.0)
 TABLE = np.arange(4)
 float32 = "not tl.float32"  # a module global with the name of an attribute the kernel reads
 
@@ -79,7 +79,7 @@ def test_modules_imports_constants_constexprs_and_helpers_are_described():
 def test_helpers_are_followed_into_their_modules():
     described = kernel_globals(repro_kernels.shifted_sqrt_kernel.fn)
     assert described == {
-        "OFFSET": ("value", 4.0),
+        "OFFSET": ("constexpr", 4.0),
         "SCALE": ("constexpr", 2.0),
         "_shifted_sqrt": ("jit", "_shifted_sqrt"),
         "tl": ("module", "triton.language"),
@@ -90,7 +90,7 @@ def test_a_name_two_modules_give_different_meanings_is_unsupported():
     described = kernel_globals(reads_two_offsets_kernel.fn)
     assert described["OFFSET"] == (
         "unsupported",
-        "OFFSET is 1.0 in tests.engine.test_kernel_globals but 4.0 in tests.trace.repro_kernels; "
+        "OFFSET is 1.0 in tests.engine.test_kernel_globals but tl.constexpr(4.0) in tests.trace.repro_kernels; "
         "rename one of them",
     )
     assert described["_shifted_sqrt"] == ("jit", "_shifted_sqrt")

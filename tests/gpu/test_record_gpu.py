@@ -1,4 +1,4 @@
-"""kernel_nb.record on the GPU: compiled launches on torch CUDA tensors and CuPy arrays captured
+"""kernel_nb.record on the GPU: compiled launches on torch CUDA tensors (CuPy memory among them) captured
 (device memory copied to the host before and after), replayed on the CPU, within tolerance."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ def test_torch_cuda_launches_replay_on_the_cpu_within_tolerance(tmp_path):
     x = torch.randn(5000, device="cuda")
     y = torch.randn(5000, device="cuda")
     out = torch.empty(5000, device="cuda")
+    expected = (x + y).cpu().numpy()  # before the copy kernel writes y
     with kernel_nb.record() as recording:
         k.add_kernel[(40,)](x, y, out, 5000, BLOCK=128)
         k.scale_kernel[(40,)](out, 5000, 0.25, BLOCK=128)
@@ -23,8 +24,11 @@ def test_torch_cuda_launches_replay_on_the_cpu_within_tolerance(tmp_path):
     torch.cuda.synchronize()
     assert [launch.kernel for launch in recording][:2] == ["add_kernel", "scale_kernel"]
     assert all(launch.device == "cuda:0" for launch in recording)
-    add = recording[0]
-    np.testing.assert_array_equal(add.arguments(after=True)["out_ptr"], (x + y).cpu().numpy())
+    add, scale = recording[0], recording[1]
+    # each launch's bytes as they were when it ran, not as later launches left them
+    np.testing.assert_array_equal(add.arguments(after=True)["out_ptr"], expected)
+    np.testing.assert_array_equal(scale.arguments()["x_ptr"], expected)
+    np.testing.assert_array_equal(scale.arguments(after=True)["x_ptr"], expected * np.float32(0.25))
     loaded = Recording.load(recording.save(tmp_path / "gpu"))
     for recorded in loaded:
         comparison = recorded.replay().comparison
@@ -32,15 +36,22 @@ def test_torch_cuda_launches_replay_on_the_cpu_within_tolerance(tmp_path):
     print(loaded.table())
 
 
-def test_cupy_launches_replay_on_the_cpu_and_a_wrong_element_is_found():
+def test_cupy_memory_reaches_a_compiled_launch_through_torch_and_a_wrong_element_is_found():
+    # Triton's launcher takes what has data_ptr(), which a CuPy array has not: CuPy memory
+    # reaches a compiled kernel as a torch tensor over it (DLPack), and is recorded as torch's
+    torch = pytest.importorskip("torch")
     cupy = pytest.importorskip("cupy")
     x = cupy.arange(3000, dtype=cupy.float32)
     y = cupy.ones(3000, dtype=cupy.float32)
     out = cupy.zeros(3000, dtype=cupy.float32)
     with kernel_nb.record() as recording:
-        k.add_kernel[(24,)](x, y, out, 3000, BLOCK=128)
+        with pytest.raises(TypeError):  # Triton's own refusal, unchanged by the recording
+            k.add_kernel[(24,)](x, y, out, 3000, BLOCK=128)
+        k.add_kernel[(24,)](*(torch.from_dlpack(a) for a in (x, y, out)), 3000, BLOCK=128)
+    torch.cuda.synchronize()
     [add] = recording
-    assert add.device == "cuda:0" and add.leaves[0].library == "cupy"
+    assert add.device == "cuda:0" and add.leaves[0].library == "torch"
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(3000, dtype=np.float32) + 1)
     assert add.replay().comparison.ok
     add.outputs[add.leaves[2].region].view(np.float32)[2999] = -1.0
     [buffer] = add.replay().comparison.mismatching

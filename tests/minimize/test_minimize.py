@@ -289,3 +289,22 @@ def test_arrays_are_cut_around_the_element_a_finding_names():
 
     assert what == "n: 65536 → 1 (arrays from element 50001)"
     assert first.values["x_ptr"].tolist() == [50001.0] and first.values["n"] == 1 and first.grid == (1, 1, 1)
+
+
+def test_a_gpu_mismatch_is_kept_only_by_a_launch_the_interpreter_finished():
+    # a replayed recording whose output differs at one element is a launch out of tolerance, as
+    # a compare session's is; a smaller candidate whose interpreted run stopped (an access out of
+    # bounds) fails another way, whatever the GPU read there
+    from kernel_nb.record import record
+
+    x, y, out = np.arange(64, dtype=np.float32), np.ones(64, np.float32), np.zeros(64, np.float32)
+    with kernel_nb.interpret(), record() as recording:
+        k.add_masked[(2,)](x, y, out, 64, BLOCK=32)
+    [recorded] = recording
+    recorded.outputs[recorded.leaves[2].region].view(np.float32)[40] = -1.0
+    launch = recorded.replay()
+    failure = Failure.of(launch, "gpu_mismatch")
+    found = failure.found_in(launch)
+    assert found is not None and found.arg == "out_ptr" and found.elements.tolist() == [40]
+    launch.status = "error"
+    assert failure.found_in(launch) is None

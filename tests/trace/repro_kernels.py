@@ -8,8 +8,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-OFFSET = 4.0  # read by _shifted_sqrt: a global constant the reproducer must carry
-SCALE = tl.constexpr(2.0)  # read by shifted_sqrt_kernel: a global constexpr
+OFFSET = tl.constexpr(4.0)  # read by _shifted_sqrt: a global constexpr the reproducer must carry
+SCALE = tl.constexpr(2.0)  # read by shifted_sqrt_kernel, a kernel the helper is not
 
 
 @triton.jit

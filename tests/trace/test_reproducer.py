@@ -158,7 +158,7 @@ CASES = {
         (3,),
         lambda: (_floats(20), np.zeros(20, np.float32), 20),
         ("nan_origin", "root = tl.sqrt(x - OFFSET)"),
-        ("OFFSET = 4.0", "OFFSET = 0.0"),
+        ("OFFSET = tl.constexpr(4.0)", "OFFSET = tl.constexpr(0.0)"),
         "passed",
     ),
     "libdevice_call": (
