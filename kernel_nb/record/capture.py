@@ -4,12 +4,16 @@ The launches are taken where Triton starts them, `JITFunction.run` (compiled, on
 stock interpreter's `run` (TRITON_INTERPRET=1, on the CPU), the innermost call under autotune and
 heuristics, which gets the arguments, the config's and the heuristics' values included. Inside a
 `kernel_nb.interpret` block the run it reaches is kernel_nb's own, and the launches captured are
-interpreted ones.
+interpreted ones. Compiled launches that no `run` starts (a `CompiledKernel` launched straight,
+the launchers torch.compile generates) are taken through Triton's launch hooks
+(`triton_compat.compiled_launches`), which see every compiled launch.
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,7 +57,9 @@ class RecordSession:
         self.recording = Recording()
         self._matching = 0
         self._benchmarking = 0
+        self._running = 0  # intercepted runs under way
         self._snapshot: NamespaceSnapshot | None = None
+        self._hooks: ExitStack | None = None
 
     def __enter__(self) -> Recording:
         if self._snapshot is not None:
@@ -75,9 +81,14 @@ class RecordSession:
                     session._benchmarking -= 1
 
             setattr(triton_compat.AUTOTUNER, triton_compat.AUTOTUNE_BENCH, timed)
+        self._hooks = ExitStack()
+        self._hooks.enter_context(triton_compat.compiled_launches(self._compiled, self._end))
         return self.recording
 
     def __exit__(self, *exc: Any) -> None:
+        if self._hooks is not None:
+            self._hooks.close()
+            self._hooks = None
         if self._snapshot is not None:
             self._snapshot.restore()
             self._snapshot = None
@@ -111,37 +122,62 @@ class RecordSession:
         if self._benchmarking:
             self.recording.benchmark_launches += 1
             return call()
+        self._running += 1  # the compiled launch under this call is this launch (see _compiled)
+        try:
+            pending = self._begin(kernel, grid, args, kwargs)
+            result = call()
+            if pending is not None:
+                self._end(pending)
+            return result
+        finally:
+            self._running -= 1
+
+    def _compiled(self, jit: Any, grid: tuple[int, ...], args: tuple[Any, ...]) -> _Pending | None:
+        """A compiled launch that no intercepted run started (a CompiledKernel launched straight,
+        a launcher torch.compile generated), as the launch hooks see it just before it starts."""
+        if self._running or self._benchmarking:
+            return None
+        return self._begin(jit, grid, args, {})
+
+    def _begin(
+        self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _Pending | None:
+        """Count a launch and, where it is chosen and fits the budget, snapshot its arrays before
+        it runs (None: not captured, or the reason is in the recording's `skipped`)."""
         index = self.recording.seen
         self.recording.seen += 1
         fn = triton_compat.innermost_jit(kernel).fn
         name = fn.__name__
         if self.kernel is not None and name != self.kernel:
-            return call()
+            return None
         self._matching += 1
         if (self._matching - 1) % self.every:
-            return call()
+            return None
         if self.max_launches is not None and len(self.recording.launches) >= self.max_launches:
             self.recording.skipped.append((index, name, f"past --max {self.max_launches}"))
-            return call()
+            return None
         try:
             arguments = describe(fn, args, kwargs)
             sizes = resolve_grid(name, grid, arguments.meta())
         except Exception as exc:  # the launch itself says what is wrong with it
             self.recording.skipped.append((index, name, f"not captured: {exc}"))
-            return call()
+            return None
         nbytes = sum(r.hi - r.lo for r in arguments.regions)
         if self.recording.nbytes + 2 * nbytes > self.budget_bytes:
             over = f"its arrays ({nbytes / 2**20:.1f} MiB, twice) would pass the budget of {self.budget_bytes / 2**20:.0f} MiB"
             self.recording.skipped.append((index, name, over))
-            return call()
+            return None
         values, refused = _values(arguments, fn)
         if refused is not None:
             self.recording.skipped.append((index, name, refused))
-            return call()
+            return None
         before = arguments.snapshot()
-        clock = time.perf_counter()
-        result = call()
-        seconds = time.perf_counter() - clock
+        return _Pending(index, name, kernel, fn, sizes, arguments, values, before, time.perf_counter())
+
+    def _end(self, pending: _Pending) -> None:
+        """Snapshot a captured launch's arrays after it and add it to the recording."""
+        seconds = time.perf_counter() - pending.clock
+        arguments, before = pending.arguments, pending.before
         after = arguments.snapshot()  # a device copy waits for the launch, on its stream
         leaves = [
             LeafSpec(
@@ -159,22 +195,36 @@ class RecordSession:
         spaces = sorted({leaf.space for leaf in leaves}) or ["host"]
         self.recording.launches.append(
             RecordedLaunch(
-                index=index,
-                kernel=name,
-                module=str(fn.__module__),
-                qualname=_qualname(kernel, fn),
-                grid=sizes,
-                values=values,
+                index=pending.index,
+                kernel=pending.name,
+                module=str(pending.fn.__module__),
+                qualname=_qualname(pending.kernel, pending.fn),
+                grid=pending.grid,
+                values=pending.values,
                 options=dict(arguments.extra),
                 leaves=leaves,
                 inputs=before,
                 outputs=[None if np.array_equal(b, a) else a for b, a in zip(before, after)],
                 device=", ".join(spaces),
                 seconds=seconds,
-                jit=triton_compat.innermost_jit(kernel),
+                jit=triton_compat.innermost_jit(pending.kernel),
             )
         )
-        return result
+
+
+@dataclass
+class _Pending:
+    """A launch being captured: what `_begin` found, for `_end` once it has run."""
+
+    index: int
+    name: str
+    kernel: Any
+    fn: Any
+    grid: tuple[int, int, int]
+    arguments: Any
+    values: dict[str, Any]
+    before: list[np.ndarray]
+    clock: float
 
 
 def _values(arguments: Any, fn: Any) -> tuple[dict[str, Any], str | None]:

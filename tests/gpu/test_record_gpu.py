@@ -73,3 +73,39 @@ def test_a_library_forward_and_backward_on_the_gpu_replay_on_the_cpu_within_tole
         comparison = recorded.replay().comparison
         print(comparison.report())
         assert comparison.ok, comparison.report()
+
+
+def test_a_compiled_kernel_launched_straight_is_captured_through_the_launch_hooks():
+    torch = pytest.importorskip("torch")
+    x, y = torch.randn(5000, device="cuda"), torch.randn(5000, device="cuda")
+    compiled = k.add_kernel[(40,)](x, y, torch.empty_like(x), 5000, BLOCK=128)  # JITFunction.run's result
+    out = torch.zeros_like(x)
+    with kernel_nb.record() as recording:
+        compiled[(40, 1, 1)](x, y, out, 5000, 128)  # no JITFunction.run: the launcher alone
+        k.add_kernel[(40,)](x, y, out, 5000, BLOCK=128)  # through run: captured there, once
+    torch.cuda.synchronize()
+    assert [(r.kernel, r.grid) for r in recording] == [("add_kernel", (40, 1, 1))] * 2
+    assert recording.seen == 2
+    straight = recording[0]
+    assert straight.values == {"n": 5000, "BLOCK": 128} and straight.written == ["out_ptr"]
+    np.testing.assert_array_equal(straight.arguments(after=True)["out_ptr"], (x + y).cpu().numpy())
+    for recorded in recording:
+        comparison = recorded.replay().comparison
+        assert comparison.ok, comparison.report()
+
+
+def test_the_launches_torch_compile_generates_are_captured_and_replay_within_tolerance():
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    fused = torch.compile(lambda a, b: torch.sigmoid(a * b) + a)
+    expected = fused(a, b)  # compiled here, outside the recording
+    with kernel_nb.record() as recording:
+        got = fused(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(got, expected)
+    print(recording.table(), recording.skipped)
+    assert len(recording) >= 1 and recording.seen == len(recording)
+    for recorded in recording:
+        comparison = recorded.replay().comparison
+        print(comparison.report())
+        assert comparison.ok, comparison.report()

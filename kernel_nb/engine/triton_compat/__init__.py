@@ -12,7 +12,8 @@ The rest of kernel_nb imports this package, not its modules:
 - `language`: triton.language routed to the interpreter, libdevice, the combine functions of
   tl.standard, and the patches the batched strategy makes to the language;
 - `descriptors`: tensor descriptors and `tl.dot_scaled` across versions;
-- `compiler`: compiling for a GPU target, and the driver and backends that needs.
+- `compiler`: compiling for a GPU target, and the driver and backends that needs;
+- `launch_hooks`: compiled launches as Triton's launch hooks see them.
 """
 
 import triton.language as tl
@@ -86,6 +87,7 @@ from kernel_nb.engine.triton_compat.language import (
     refuse_block_as_int,
     standard_combines,
 )
+from kernel_nb.engine.triton_compat.launch_hooks import compiled_launches
 from kernel_nb.engine.triton_compat.methods import (
     ARITHMETIC_METHODS,
     ASHR,
@@ -176,6 +178,7 @@ __all__ = [
     "builder_as",
     "combine_kind",
     "compile_source",
+    "compiled_launches",
     "constexpr_names",
     "current_device",
     "descriptor_layout",
