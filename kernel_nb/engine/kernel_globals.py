@@ -80,6 +80,24 @@ def kernel_globals(fn: types.FunctionType) -> dict[str, Global]:
     return dict(sorted(found.items()))
 
 
+def jit_functions(fn: types.FunctionType) -> list[types.FunctionType]:
+    """The kernel's function, then those of the @triton.jit helpers it reaches through its globals
+    that `kernel_globals` describes as "jit" (the sources a standalone file carries), each once."""
+    found: list[types.FunctionType] = []
+    pending = [fn]
+    while pending:
+        function = pending.pop(0)
+        if function in found:
+            continue
+        found.append(function)
+        for _, value in _reads(function):
+            if isinstance(value, triton_compat.JIT_TYPES) and _describe(value)[0] == "jit":
+                helper = triton_compat.jit_source_function(value)
+                if isinstance(helper, types.FunctionType):
+                    pending.append(helper)
+    return found
+
+
 def _reads(fn: Any) -> Iterator[tuple[str, Any]]:
     """(name, value) of each global and closure variable `fn`'s code reads."""
     names: set[str] = set()

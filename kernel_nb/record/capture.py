@@ -21,6 +21,7 @@ import numpy as np
 from kernel_nb.engine import NamespaceSnapshot, triton_compat
 from kernel_nb.gpu.arguments import describe
 from kernel_nb.gpu.grid import resolve_grid
+from kernel_nb.record.carried import carried_source
 from kernel_nb.record.recorded import LeafSpec, RecordedLaunch, Recording
 
 DEFAULT_BUDGET = 1 << 30  # bytes of captured arrays, inputs and outputs together
@@ -60,6 +61,7 @@ class RecordSession:
         self._running = 0  # intercepted runs under way
         self._snapshot: NamespaceSnapshot | None = None
         self._hooks: ExitStack | None = None
+        self._sources: dict[Any, tuple[str | None, str]] = {}
 
     def __enter__(self) -> Recording:
         if self._snapshot is not None:
@@ -193,6 +195,8 @@ class RecordSession:
             for leaf in arguments.leaves
         ]
         spaces = sorted({leaf.space for leaf in leaves}) or ["host"]
+        jit = triton_compat.innermost_jit(pending.kernel)
+        source, note = self._source(jit)
         self.recording.launches.append(
             RecordedLaunch(
                 index=pending.index,
@@ -207,9 +211,17 @@ class RecordSession:
                 outputs=[None if np.array_equal(b, a) else a for b, a in zip(before, after)],
                 device=", ".join(spaces),
                 seconds=seconds,
-                jit=triton_compat.innermost_jit(pending.kernel),
+                source=source,
+                source_note=note,
+                jit=jit,
             )
         )
+
+    def _source(self, jit: Any) -> tuple[str | None, str]:
+        """`carried_source` of a kernel, once per kernel a block captures."""
+        if jit not in self._sources:
+            self._sources[jit] = carried_source(jit)
+        return self._sources[jit]
 
 
 @dataclass

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.record.carried import carried_source, define
 
 # the format of a saved recording, written in it: a loader refuses others
 FORMAT = 1
-_NOT_META = ("inputs", "outputs", "jit")
+_NOT_META = ("inputs", "outputs", "jit", "jit_note")
 
 
 @dataclass
@@ -65,7 +66,11 @@ class RecordedLaunch:
         outputs: per region, its bytes after the launch (None: unchanged by it).
         device: where it ran, in words ("cuda:0", or "host": the stock interpreter).
         seconds: the launch's wall time, copies excluded.
-        jit: the kernel object (not saved; found again by module and qualname on load).
+        source: the text of a module that defines the kernel as it ran (`record.carried`; None:
+            it could not be carried, `source_note` says why).
+        jit: the kernel object (not saved: on load, the one its module and qualname give where
+            its source is the one carried, else the carried source's).
+        jit_note: on load, which kernel `jit` is where it is not the one that ran, or why none.
     """
 
     index: int
@@ -80,7 +85,10 @@ class RecordedLaunch:
     outputs: list[np.ndarray | None] = field(repr=False)
     device: str
     seconds: float
+    source: str | None = field(default=None, repr=False)
+    source_note: str = ""
     jit: Any = field(default=None, repr=False, compare=False)
+    jit_note: str = field(default="", repr=False, compare=False)
 
     @property
     def nbytes(self) -> int:
@@ -198,7 +206,8 @@ class Recording:
         return "".join(out)
 
     def save(self, path: str | Path) -> Path:
-        """Write the recording to one .npz file (the kernels by module and name, not their code)."""
+        """Write the recording to one .npz file (each kernel by module and name, and its source
+        where it could be carried)."""
         target = Path(path).with_suffix(".npz")
         arrays: dict[str, np.ndarray] = {}
         launches = []
@@ -231,7 +240,8 @@ class Recording:
     def load(path: str | Path) -> Recording:
         """A saved recording; each launch's kernel is looked up where it was defined (a kernel of
         a notebook: in this process's `__main__`, where the notebook that defines it runs), and
-        left None where it is not there (`replay` then says so)."""
+        defined from the source it carries where it is not there or differs from what ran; left
+        None where neither gives it (`replay` then says why)."""
         with np.load(Path(path), allow_pickle=False) as saved:
             meta = json.loads(bytes(saved["meta"]).decode())
             if meta.get("format") != FORMAT:
@@ -252,9 +262,32 @@ class Recording:
                 launch = RecordedLaunch(
                     **{**item, "grid": tuple(item["grid"])}, leaves=leaves, inputs=inputs, outputs=outputs
                 )
-                launch.jit = find_kernel(launch.module, launch.qualname)
+                launch.jit, launch.jit_note = _kernel_of(launch)
                 recording.launches.append(launch)
         return recording
+
+
+def _kernel_of(launch: RecordedLaunch) -> tuple[Any | None, str]:
+    """The kernel a loaded launch replays (see `RecordedLaunch.jit`), and a note where it is not
+    the one that ran or there is none."""
+    found = find_kernel(launch.module, launch.qualname)
+    where = f"{launch.module}.{launch.qualname}"
+    if launch.source is None:
+        if found is None:
+            return (
+                None,
+                f"{where} is not defined in this process and its source was not carried ({launch.source_note})",
+            )
+        return found, ""
+    if found is not None and carried_source(found)[0] == launch.source:
+        return found, ""
+    try:
+        return define(launch.kernel, launch.source), ""
+    except Exception as exc:  # the carried text needs what this machine lacks
+        why = f"its carried source does not run here ({type(exc).__name__}: {exc})"
+        if found is None:
+            return None, f"{where} is not defined in this process and {why}"
+        return found, f"{where} as defined here, which differs from the kernel that ran: {why}"
 
 
 def find_kernel(module: str, qualname: str) -> Any | None:

@@ -34,6 +34,7 @@ class Recorded(Protocol):
     device: str
     seconds: float
     jit: Any
+    jit_note: str
 
     def arguments(self, after: bool = False) -> dict[str, Any]: ...
 
@@ -61,9 +62,10 @@ def replay(recorded: Recorded, options: Options | None = None, **tolerance: Any)
         raise ValueError(f"replay takes rtol, atol and tolerance, not {', '.join(sorted(unknown))}")
     jit = recorded.jit
     if jit is None:
+        why = recorded.jit_note or f"{recorded.module}.{recorded.qualname} is not defined in this process"
         raise ValueError(
-            f"{recorded.kernel}: the kernel {recorded.module}.{recorded.qualname} is not defined in this "
-            "process: import it, or run the cell that defines it, then load the recording again"
+            f"{recorded.kernel}: {why}: import it, or run the cell that defines it, then load the "
+            "recording again"
         )
     gpu = GpuOptions(mode="compare", **tolerance)
     if options is None:

@@ -9,9 +9,6 @@ kernel_nb and asserts the same finding at the same line. Its fixed parts are in 
 
 from __future__ import annotations
 
-import ast
-import json
-import math
 import re
 import textwrap
 from collections.abc import Mapping
@@ -22,6 +19,7 @@ import numpy as np
 
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.compare import Comparison
+from kernel_nb.trace.kernel_text import IMPORTS, function_sources, globals_block, literal
 from kernel_nb.trace.records import LAUNCH_ERROR, ArgumentInfo, Finding, Pid, SourceInfo
 from kernel_nb.trace.reproducer_template import (
     FOUND,
@@ -49,7 +47,6 @@ _NAN_BITS = {
     **{"float8_e4m3fn": 0x7F, "float8_e5m2": 0x7E, "float8_e4m3fnuz": -0x80, "float8_e5m2fnuz": -0x80},
 }
 _INTEGERS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-_IMPORTS = ("module", "from")
 _OVERFLOW = re.compile(r"int(\d+) overflow in '([-+*])'")
 # what the file's `HEAD` imports: a kernel global of the same name must mean the same thing
 _OWN: dict[str, tuple[str, Any]] = {
@@ -122,9 +119,13 @@ def write_pytest(
     guarded = mode in ("out_of_bounds_read", "out_of_bounds_write")
     compared = mode == "gpu_mismatch"
     expected, tolerance = _expected(launch, finding) if compared else ({}, None)
-    text = _docstring(launch, finding, mode, detail, inputs.name) + HEAD + _globals_block(launch)
+    text = (
+        _docstring(launch, finding, mode, detail, inputs.name)
+        + HEAD
+        + globals_block(launch.kernel, launch.kernel_globals, _OWN, "the test file")
+    )
     line = None
-    for file, def_line, source in _sources(launch):
+    for file, def_line, source in function_sources(launch.kernel, launch.kernel_globals, launch.sources):
         text += "\n\n" + source
         if file == finding.file and finding.line is not None:
             lines = source.count("\n") - 1  # from its `def` on
@@ -143,18 +144,18 @@ def write_pytest(
         "_OUT_OF_BOUNDS": _nearest_out_of_bounds(launch, finding) if guarded else None,
         "_ASSERT_MESSAGE": _assert_message(finding) if mode == "assert" else None,
         "_USES_LIBDEVICE": any(
-            t in _IMPORTS and "libdevice" in repr(d) for t, d in launch.kernel_globals.values()
+            t in IMPORTS and "libdevice" in repr(d) for t, d in launch.kernel_globals.values()
         ),
         "_KERNEL_NB_OPTIONS": options,
         **({"_TOLERANCE": tolerance, "_GPU_OPTIONS": _gpu_options(launch)} if compared else {}),
     }
     text += f"\n\n_KERNEL = {launch.kernel}\n"
     for name, value in constants.items():
-        shown = _literal(value)
+        shown = literal(value)
         if len(shown) > 96 and isinstance(value, dict):  # one item a line
-            shown = "{\n" + "".join(f"    {_literal(k)}: {_literal(v)},\n" for k, v in value.items()) + "}"
+            shown = "{\n" + "".join(f"    {literal(k)}: {literal(v)},\n" for k, v in value.items()) + "}"
         text += f"{name} = {shown}\n"
-    stock = STOCK[mode].replace("@REASON@", _literal(detail)) + (GUARD_PAGES if guarded else "")
+    stock = STOCK[mode].replace("@REASON@", literal(detail)) + (GUARD_PAGES if guarded else "")
     stock += GPU_MISMATCH if compared else ""
     check = FOUND["error" if error is not None else "line" if line is not None else "kind"]
     kernel_nb = KERNEL_NB_COMPARED if compared else KERNEL_NB.replace("@CHECK@", check)
@@ -183,7 +184,7 @@ def _arguments(launch: LaunchData) -> tuple[dict[str, tuple[_Spec, np.ndarray]],
             buffers[arg.name] = (spec, span.view(np.dtype(f"i{span.dtype.itemsize}")))
             continue
         try:
-            _literal(arg.value)
+            literal(arg.value)
         except ValueError:
             raise ValueError(f"{refused}: {arg.kind} {arg.value!r} has no literal form") from None
         if arg.kind not in ("scalar", "constexpr", "none", "tuple"):
@@ -301,47 +302,6 @@ def _assert_message(finding: Finding) -> str | None:
     return found[1] if found else None
 
 
-def _globals_block(launch: LaunchData) -> str:
-    """The imports and constants that recreate the kernel's globals (helpers: `_sources`)."""
-    lines = []
-    for name, (tag, data) in sorted(launch.kernel_globals.items(), key=lambda i: i[1][0] not in _IMPORTS):
-        if tag == "unsupported" or _OWN.get(name, (tag, data)) != (tag, data):
-            why = data if tag == "unsupported" else f"the test file's own {name} is {_OWN[name]}"
-            raise ValueError(f"{launch.kernel}: global {name} cannot be recreated ({why})")
-        if name in _OWN or tag == "jit":
-            continue
-        if tag == "module":
-            parent, _, last = str(data).rpartition(".")
-            line = f"from {parent} import {last}" if parent else f"import {data}"
-            lines.append(line + ("" if last == name else f" as {name}"))
-        elif tag == "from":
-            lines.append(f"from {data[0]} import {data[1]}" + ("" if data[1] == name else f" as {name}"))
-        else:
-            value = _literal(data)
-            lines.append(f"{name} = tl.constexpr({value})" if tag == "constexpr" else f"{name} = {value}")
-    return "\n# what the kernel's source reads from its module\n" + "\n".join(lines) + "\n" if lines else ""
-
-
-def _sources(launch: LaunchData) -> list[tuple[str, int, str]]:
-    """(file, line of its `def` there, text) of the helpers, then the kernel; a helper
-    read under another name than its own is then aliased."""
-    helpers = {name: data for name, (tag, data) in launch.kernel_globals.items() if tag == "jit"}
-    out = []
-    for function in [*dict.fromkeys(helpers.values()), launch.kernel]:
-        info = launch.sources.get(function)
-        if info is None:
-            raise ValueError(
-                f"{launch.kernel}: no source of {function} was recorded: the launch never called it"
-            )
-        text = textwrap.dedent(info.text)
-        defs = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)]
-        # its own decorators are left behind: @triton.jit stands for them
-        body = "".join(text.splitlines(keepends=True)[defs[0].lineno - 1 :])
-        out.append((info.file, info.first_line + defs[0].lineno - 1, "@triton.jit\n" + body))
-    aliases = "".join(f"{name} = {function}\n" for name, function in helpers.items() if name != function)
-    return out + ([("", 0, aliases)] if aliases else [])
-
-
 def _docstring(launch: LaunchData, finding: Finding, mode: str, detail: str, inputs: str) -> str:
     where = f"line {finding.line} of {Path(finding.file or '?').name}" if finding.line is not None else "?"
     message = finding.message.replace("\\", "/").replace('"""', "'''")
@@ -369,20 +329,3 @@ def _kernel_nb_says(finding: Finding, mode: str, found: str) -> str:
             f"tolerance, and finds {finding.arg} out of it"
         )
     return f"kernel_nb interprets the launch again and reports the same {found} at the same line"
-
-
-def _literal(value: Any) -> str:
-    """Python source for plain data, tuples and dicts of it, and Triton dtypes (`tl.dtype("fp16")`).
-    A tuple holding None has none: a buffer inside a tuple argument is recorded as None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f'float("{value}")'
-    if value is None or type(value) in (bool, int, float, str):
-        return json.dumps(value) if isinstance(value, str) else repr(value)
-    if isinstance(value, tuple) and all(v is not None for v in value):
-        items = [_literal(v) for v in value]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
-    if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton.language"):
-        return f"tl.dtype({json.dumps(value.name)})"
-    raise ValueError(f"{value!r} has no literal form")

@@ -141,14 +141,61 @@ def test_an_autotuned_launch_is_captured_with_the_config_it_ran(tmp_path):
     assert loaded[0].jit is k.tuned_copy_kernel.fn and loaded[0].replay().comparison.ok
 
 
+def test_a_recording_whose_module_is_not_here_replays_the_source_it_carries(tmp_path):
+    x, y, out = np.arange(50, dtype=np.float32), np.ones(50, np.float32), np.zeros(50, np.float32)
+    with kernel_nb.interpret(), kernel_nb.record() as recording:
+        k.add_kernel[(2,)](x, y, out, 50, BLOCK=32)
+    assert "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):" in recording[0].source
+    recording[0].module = "notebook_that_is_not_here"
+    loaded = Recording.load(recording.save(tmp_path / "carried"))
+    [launch] = loaded
+    assert launch.jit is not k.add_kernel and launch.jit.fn.__module__.startswith(
+        "kernel_nb_recorded_add_kernel"
+    )
+    replayed = launch.replay()
+    assert replayed.comparison.ok and replayed.kernel == "add_kernel"
+    # where its module is importable and holds the same source: that kernel, whose file the viewer shows
+    recording[0].module = k.__name__
+    assert Recording.load(recording.save(tmp_path / "here"))[0].jit is k.add_kernel
+
+
+def test_a_kernel_whose_source_differs_from_what_ran_replays_what_ran(tmp_path):
+    x, y, out = np.arange(50, dtype=np.float32), np.ones(50, np.float32), np.zeros(50, np.float32)
+    with kernel_nb.interpret(), kernel_nb.record() as recording:
+        k.add_kernel[(2,)](x, y, out, 50, BLOCK=32)
+    # the carried text stands for what ran: made to differ from the module's kernel (as a kernel
+    # edited since the launch differs), it is the one replayed, and its x * 2 is not what was recorded
+    recording[0].source = recording[0].source.replace("x + y", "x * 2")
+    [launch] = Recording.load(recording.save(tmp_path / "edited"))
+    assert launch.jit is not k.add_kernel
+    comparison = launch.replay().comparison
+    assert not comparison.ok
+
+
 def test_a_recording_whose_kernel_is_not_defined_here_says_so_on_replay(tmp_path):
     x, y, out = np.arange(50, dtype=np.float32), np.ones(50, np.float32), np.zeros(50, np.float32)
     with kernel_nb.interpret(), kernel_nb.record() as recording:
         k.add_kernel[(2,)](x, y, out, 50, BLOCK=32)
     recording[0].module = "notebook_that_is_not_here"
+    recording[0].source, recording[0].source_note = None, "a global no module can recreate"
     loaded = Recording.load(recording.save(tmp_path / "gone"))
     with pytest.raises(ValueError) as raised:
         loaded[0].replay()
     assert str(raised.value).startswith(
-        "add_kernel: the kernel notebook_that_is_not_here.add_kernel is not defined in this process"
+        "add_kernel: notebook_that_is_not_here.add_kernel is not defined in this process and its "
+        "source was not carried (a global no module can recreate)"
     )
+
+
+def test_a_carried_kernel_brings_its_helpers_and_the_globals_they_read(tmp_path):
+    from tests.trace import repro_kernels
+
+    x, out = np.arange(20, dtype=np.float32) + 4, np.zeros(20, np.float32)
+    with kernel_nb.interpret(), kernel_nb.record() as recording:
+        repro_kernels.shifted_sqrt_kernel[(3,)](x, out, 20, BLOCK=8)
+    source = recording[0].source
+    assert "OFFSET = tl.constexpr(4.0)" in source and "def _shifted_sqrt(x):" in source
+    recording[0].module = "notebook_that_is_not_here"
+    [launch] = Recording.load(recording.save(tmp_path / "helpers"))
+    assert launch.jit is not repro_kernels.shifted_sqrt_kernel
+    assert launch.replay().comparison.ok
