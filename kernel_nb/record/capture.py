@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.engine import NamespaceSnapshot, triton_compat
+from kernel_nb.engine.arrays import is_descriptor, is_tuple
 from kernel_nb.gpu.arguments import describe
 from kernel_nb.gpu.grid import resolve_grid
 from kernel_nb.record.carried import carried_source
@@ -240,24 +241,42 @@ class _Pending:
 
 
 def _values(arguments: Any, fn: Any) -> tuple[dict[str, Any], str | None]:
-    """The arguments that are not arrays, as plain values; or why the launch cannot be captured."""
+    """The arguments that are not arrays, as plain values (tuples as `RecordedLaunch.values` holds
+    them); or why the launch cannot be captured."""
     arrays = {leaf.name for leaf in arguments.leaves}
     values: dict[str, Any] = {}
     for name, value in arguments.bound.arguments.items():
         if name in arrays:
             continue
-        if any(leaf.startswith(name + ".") for leaf in arrays):
-            return (
-                {},
-                f"argument {name} holds arrays in a tuple or a descriptor, which a recording does not take yet",
-            )
-        plain = triton_compat.unwrap_constexpr(value)
-        if isinstance(plain, np.generic):
-            plain = plain.item()
-        if not isinstance(plain, _PLAIN):
-            return {}, f"argument {name} is a {type(plain).__name__}, which a recording does not take yet"
+        plain, refused = _plain(name, value, arrays)
+        if refused is not None:
+            return {}, refused
         values[name] = plain
     return values, None
+
+
+def _plain(path: str, value: Any, arrays: set[str]) -> tuple[Any, str | None]:
+    """One argument (or tuple item) as plain data, an array as {"array": path}; or why not."""
+    if path in arrays:
+        return {"array": path}, None
+    if is_descriptor(value):
+        return None, f"argument {path} is a tensor descriptor, which a recording does not take yet"
+    if is_tuple(value):
+        if type(value) is not tuple:
+            return None, f"argument {path} is a {type(value).__name__}, which a recording does not take yet"
+        items = []
+        for i, item in enumerate(value):
+            plain, refused = _plain(f"{path}.{i}", item, arrays)
+            if refused is not None:
+                return None, refused
+            items.append(plain)
+        return {"tuple": items}, None
+    plain = triton_compat.unwrap_constexpr(value)
+    if isinstance(plain, np.generic):
+        plain = plain.item()
+    if not isinstance(plain, _PLAIN):
+        return None, f"argument {path} is a {type(plain).__name__}, which a recording does not take yet"
+    return plain, None
 
 
 def _qualname(kernel: Any, fn: Any) -> str:

@@ -59,7 +59,8 @@ class RecordedLaunch:
         kernel: the kernel's name.
         module, qualname: where the kernel is defined (the notebook's is "__main__").
         grid: three program counts.
-        values: the scalar, constexpr and None arguments by parameter name.
+        values: the scalar, constexpr and None arguments by parameter name, and the tuple ones as
+            {"tuple": [items]}, an array among the items as {"array": its leaf's name}.
         options: the launch's options that are not parameters (num_warps, num_stages, ...).
         leaves: the array arguments.
         inputs: per region, its bytes before the launch.
@@ -102,17 +103,19 @@ class RecordedLaunch:
     def arguments(self, after: bool = False) -> dict[str, Any]:
         """The launch's arguments by parameter name, the arrays rebuilt as numpy arrays from the
         bytes before the launch (after it, with `after`): fresh copies, views of one copy where
-        they shared memory."""
+        they shared memory; a tuple argument rebuilt around its arrays."""
         copies = [
             np.array(out if after and out is not None else before)
             for before, out in zip(self.inputs, self.outputs)
         ]
-        arguments = dict(self.values)
+        arrays = {}
         for leaf in self.leaves:
             dtype = np.dtype(_dtype(leaf.dtype))
             memory = copies[leaf.region]
             strides = tuple(s * dtype.itemsize for s in leaf.strides)
-            arguments[leaf.name] = np.ndarray(leaf.shape, dtype, memory, leaf.offset, strides)
+            arrays[leaf.name] = np.ndarray(leaf.shape, dtype, memory, leaf.offset, strides)
+        arguments = {name: _rebuilt(value, arrays) for name, value in self.values.items()}
+        arguments.update((name, array) for name, array in arrays.items() if "." not in name)
         return arguments
 
     def replay(self, options: Any = None, **tolerance: Any) -> Any:
@@ -265,6 +268,15 @@ class Recording:
                 launch.jit, launch.jit_note = _kernel_of(launch)
                 recording.launches.append(launch)
         return recording
+
+
+def _rebuilt(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """A recorded value (see `RecordedLaunch.values`) with its arrays put back."""
+    if isinstance(value, dict) and "array" in value:
+        return arrays[value["array"]]
+    if isinstance(value, dict) and "tuple" in value:
+        return tuple(_rebuilt(item, arrays) for item in value["tuple"])
+    return value
 
 
 def _kernel_of(launch: RecordedLaunch) -> tuple[Any | None, str]:

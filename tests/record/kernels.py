@@ -27,3 +27,12 @@ def tuned_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def pair_add_kernel(pair, out_ptr, n, scale_shift, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(pair[0] + offsets, mask=mask)
+    y = tl.load(pair[1] + offsets, mask=mask)
+    tl.store(out_ptr + offsets, (x + y) * scale_shift[0] + scale_shift[1], mask=mask)

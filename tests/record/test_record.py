@@ -199,3 +199,21 @@ def test_a_carried_kernel_brings_its_helpers_and_the_globals_they_read(tmp_path)
     [launch] = Recording.load(recording.save(tmp_path / "helpers"))
     assert launch.jit is not repro_kernels.shifted_sqrt_kernel
     assert launch.replay().comparison.ok
+
+
+def test_a_tuple_of_arrays_and_numbers_is_recorded_and_rebuilt_on_replay(tmp_path):
+    x, y, out = np.arange(40, dtype=np.float32), np.ones(40, np.float32), np.zeros(40, np.float32)
+    with kernel_nb.interpret(), kernel_nb.record() as recording:
+        k.pair_add_kernel[(2,)]((x, y), out, 40, (2.0, 1.0), BLOCK=32)
+    [recorded] = recording
+    assert [leaf.name for leaf in recorded.leaves] == ["pair.0", "pair.1", "out_ptr"]
+    assert recorded.values["pair"] == {"tuple": [{"array": "pair.0"}, {"array": "pair.1"}]}
+    [launch] = Recording.load(recording.save(tmp_path / "tuples"))
+    pair = launch.arguments()["pair"]
+    assert (
+        isinstance(pair, tuple)
+        and np.array_equal(pair[0], x)
+        and launch.arguments()["scale_shift"] == (2.0, 1.0)
+    )
+    np.testing.assert_array_equal(launch.arguments(after=True)["out_ptr"], (x + y) * 2 + 1)
+    assert launch.replay().comparison.ok

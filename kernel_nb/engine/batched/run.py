@@ -83,6 +83,7 @@ class BatchedRun(SerialRun):
     precise: str | None = None  # why to keep per-element bookkeeping from the start (see batched/intervals)
     # programs done, programs in all, and when progress was last reported
     _progress: tuple[int, int, float] = field(init=False, default=(0, 0, 0.0))
+    _split: bool = field(init=False, default=False)  # a batch diverged: its groups ran out of order
 
     def _parts(self) -> tuple[BatchRecorder, BatchGuard]:
         state = self._state(aliases=same_memory(self.addresses))
@@ -150,9 +151,10 @@ class BatchedRun(SerialRun):
             batch = self.recorder.batch
             # the first program of the batch that was running
             raise self._interrupted(batch[0] if batch else None) from None
-        # groups split off by divergence finish out of order: list programs as the serial run does
         launch = self.launch
-        launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
+        if self._split:
+            # groups split off by divergence finish out of order: list programs as the serial run does
+            launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
         checks.finish(launch, self.observations)
 
     def _batch_sizes(self, programs: int) -> Iterator[int]:
@@ -204,6 +206,7 @@ class BatchedRun(SerialRun):
             ):
                 kernel(**values)
         except Divergence as split:
+            self._split = True
             self.guard.rollback()
             for group in _groups(pids, self.recorder.divergence_values(split.values)):
                 self._run_group(stock, kernel, values, group)
