@@ -11,6 +11,7 @@ the launchers torch.compile generates) are taken through Triton's launch hooks
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -260,7 +261,17 @@ def _plain(path: str, value: Any, arrays: set[str]) -> tuple[Any, str | None]:
     if path in arrays:
         return {"array": path}, None
     if is_descriptor(value):
-        return None, f"argument {path} is a tensor descriptor, which a recording does not take yet"
+        base, refused = _plain(f"{path}.base", value.base, arrays)
+        if refused is not None:
+            return None, refused
+        fields: dict[str, Any] = {"base": base}
+        for field in dataclasses.fields(value):
+            if field.name != "base":
+                item = getattr(value, field.name)
+                fields[field.name] = [int(i) for i in item] if isinstance(item, (list, tuple)) else item
+        if not all(isinstance(v, (*_PLAIN, list)) for k, v in fields.items() if k != "base"):
+            return None, f"argument {path} is a tensor descriptor of fields a recording does not take"
+        return {"descriptor": fields}, None
     if is_tuple(value):
         if type(value) is not tuple:
             return None, f"argument {path} is a {type(value).__name__}, which a recording does not take yet"

@@ -59,8 +59,9 @@ class RecordedLaunch:
         kernel: the kernel's name.
         module, qualname: where the kernel is defined (the notebook's is "__main__").
         grid: three program counts.
-        values: the scalar, constexpr and None arguments by parameter name, and the tuple ones as
-            {"tuple": [items]}, an array among the items as {"array": its leaf's name}.
+        values: the scalar, constexpr and None arguments by parameter name; the tuple ones as
+            {"tuple": [items]} and the tensor-descriptor ones as {"descriptor": {field: value}},
+            an array among them as {"array": its leaf's name}.
         options: the launch's options that are not parameters (num_warps, num_stages, ...).
         leaves: the array arguments.
         inputs: per region, its bytes before the launch.
@@ -276,6 +277,17 @@ def _rebuilt(value: Any, arrays: dict[str, np.ndarray]) -> Any:
         return arrays[value["array"]]
     if isinstance(value, dict) and "tuple" in value:
         return tuple(_rebuilt(item, arrays) for item in value["tuple"])
+    if isinstance(value, dict) and "descriptor" in value:
+        # Triton's TensorDescriptor takes a torch tensor: one over the rebuilt array's memory
+        try:
+            import torch
+        except ImportError:
+            raise ValueError(
+                "a tensor-descriptor argument is rebuilt around a torch tensor: install torch"
+            ) from None
+        fields = dict(value["descriptor"])
+        fields["base"] = torch.from_numpy(_rebuilt(fields["base"], arrays))
+        return triton_compat.tensor_descriptor_type()(**fields)
     return value
 
 

@@ -36,3 +36,9 @@ def pair_add_kernel(pair, out_ptr, n, scale_shift, BLOCK: tl.constexpr):
     x = tl.load(pair[0] + offsets, mask=mask)
     y = tl.load(pair[1] + offsets, mask=mask)
     tl.store(out_ptr + offsets, (x + y) * scale_shift[0] + scale_shift[1], mask=mask)
+
+
+@triton.jit
+def transpose_tile(src, dst):
+    tile = src.load([0, 0])
+    dst.store([0, 0], tl.trans(tile))

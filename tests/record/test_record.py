@@ -217,3 +217,23 @@ def test_a_tuple_of_arrays_and_numbers_is_recorded_and_rebuilt_on_replay(tmp_pat
     )
     np.testing.assert_array_equal(launch.arguments(after=True)["out_ptr"], (x + y) * 2 + 1)
     assert launch.replay().comparison.ok
+
+
+def test_a_tensor_descriptor_is_recorded_and_rebuilt_on_replay(tmp_path):
+    torch = pytest.importorskip("torch")
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.arange(16 * 8, dtype=torch.float32).reshape(16, 8)
+    out = torch.zeros((8, 16), dtype=torch.float32)
+    with kernel_nb.interpret(), kernel_nb.record() as recording:
+        k.transpose_tile[(1,)](
+            TensorDescriptor.from_tensor(x, [16, 8]), TensorDescriptor.from_tensor(out, [8, 16])
+        )
+    [recorded] = recording
+    assert [leaf.name for leaf in recorded.leaves] == ["src.base", "dst.base"]
+    assert recorded.values["src"]["descriptor"]["block_shape"] == [16, 8]
+    [launch] = Recording.load(recording.save(tmp_path / "descriptors"))
+    src = launch.arguments()["src"]
+    assert isinstance(src, TensorDescriptor) and torch.equal(src.base, x)
+    np.testing.assert_array_equal(launch.arguments(after=True)["dst"].base.numpy(), x.T.numpy())
+    assert launch.replay().comparison.ok
