@@ -6,7 +6,10 @@ heuristics, which gets the arguments, the config's and the heuristics' values in
 `kernel_nb.interpret` block the run it reaches is kernel_nb's own, and the launches captured are
 interpreted ones. Compiled launches that no `run` starts (a `CompiledKernel` launched straight,
 the launchers torch.compile generates) are taken through Triton's launch hooks
-(`triton_compat.compiled_launches`), which see every compiled launch.
+(`triton_compat.compiled_launches`), which see every launch Triton's launcher makes; torch.compile
+launches through a static CUDA launcher of its own by default, which no Triton hook sees
+(`torch._inductor.config.use_static_cuda_launcher = False` before compiling hands its launches to
+Triton's launcher).
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ class RecordSession:
 
     def _compiled(self, jit: Any, grid: tuple[int, ...], args: tuple[Any, ...]) -> _Pending | None:
         """A compiled launch that no intercepted run started (a CompiledKernel launched straight,
-        a launcher torch.compile generated), as the launch hooks see it just before it starts."""
+        a Triton launcher torch.compile generated), as the launch hooks see it just before it starts."""
         if self._running or self._benchmarking:
             return None
         return self._begin(jit, grid, args, {})

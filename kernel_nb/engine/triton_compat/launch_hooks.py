@@ -1,7 +1,8 @@
 """Compiled launches as Triton's launch hooks see them, whoever starts them.
 
-Every compiled launch, through `JITFunction.run` or straight through a `CompiledKernel`
-(`kernel[grid](...)` on what a warmup returned, the launchers torch.compile generates), asks its
+Every launch Triton's launcher makes, through `JITFunction.run` or straight through a
+`CompiledKernel` (`kernel[grid](...)` on what a launch returned, the launchers torch.compile
+generates where its own static CUDA launcher is off), asks its
 `CompiledKernel.launch_metadata(grid, stream, *args)` for what to give the launch hooks just
 before it starts, then calls `knobs.runtime.launch_enter_hook` and `launch_exit_hook` around the
 launch. The arguments are there (every parameter in order, constexprs included) and the
