@@ -119,11 +119,14 @@ class RecordedLaunch:
         arguments.update((name, array) for name, array in arrays.items() if "." not in name)
         return arguments
 
-    def replay(self, options: Any = None, **tolerance: Any) -> Any:
-        """Interpret this launch on the CPU with everything recorded (`kernel_nb.record.replay`)."""
+    def replay(
+        self, options: Any = None, *, divergence: bool = False, pids: Any = None, **tolerance: Any
+    ) -> Any:
+        """Interpret this launch on the CPU with everything recorded (`kernel_nb.record.replay`);
+        with `divergence`, also on this machine's GPU, to find where programs first diverge."""
         from kernel_nb.record.replay import replay
 
-        return replay(self, options, **tolerance)
+        return replay(self, options, divergence=divergence, pids=pids, **tolerance)
 
     def row(self) -> dict[str, Any]:
         return {

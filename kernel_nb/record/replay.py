@@ -14,6 +14,7 @@ from kernel_nb.gpu.arguments import describe
 from kernel_nb.gpu.launch_diff import compare_launch
 from kernel_nb.gpu.runner import GpuLaunch
 from kernel_nb.gpu.session import GpuOptions
+from kernel_nb.gpu.session import divergence as gpu_divergence
 from kernel_nb.options import Options
 from kernel_nb.session import interpret
 from kernel_nb.trace import Launch
@@ -39,25 +40,40 @@ class Recorded(Protocol):
     def arguments(self, after: bool = False) -> dict[str, Any]: ...
 
 
-def replay(recorded: Recorded, options: Options | None = None, **tolerance: Any) -> Launch:
+def replay(
+    recorded: Recorded,
+    options: Options | None = None,
+    *,
+    divergence: bool = False,
+    pids: Any = None,
+    **tolerance: Any,
+) -> Launch:
     """Interpret a recorded launch on the CPU from its recorded inputs.
 
     Args:
         recorded: the launch.
         options: the interpreter's options (`kernel_nb.Options`).
+        divergence: also run the recorded launch on this machine's GPU, compiled with every
+            statement's values kept, and find where chosen programs first diverge from the
+            interpreter (`kernel_nb.gpu.divergence`, as ``%%tkernel compare`` does); the
+            comparison is then that GPU run's. Needs a GPU.
+        pids: with `divergence`, the programs to look at (default: the program that wrote the
+            first mismatching element, else program (0, 0, 0)).
         **tolerance: `rtol`, `atol`, or `tolerance="shadow"` (which runs the interpreter with an
             fp64 shadow and judges each element by it), as for ``%%tkernel compare``.
 
     Returns:
         The interpreted launch. Where the recording holds what the launch wrote, its `comparison`
-        holds the interpreter's results against those, buffer by buffer.
+        holds the interpreter's results against those, buffer by buffer. With `divergence`, its
+        `divergence` holds where the programs first diverge, and its `comparison` this GPU's run.
 
     Raises:
+        GpuUnavailableError: `divergence` on a machine without a usable GPU.
         ValueError: the kernel is not defined in this process (a recording loaded before the
             notebook or module that defines it ran), or a tolerance field is unknown.
         KernelError: the interpreted launch failed (its `launch` holds what was recorded).
     """
-    unknown = set(tolerance) - {"rtol", "atol", "tolerance"}
+    unknown = set(tolerance) - ({"rtol", "atol"} if divergence else {"rtol", "atol", "tolerance"})
     if unknown:
         raise ValueError(f"replay takes rtol, atol and tolerance, not {', '.join(sorted(unknown))}")
     jit = recorded.jit
@@ -72,6 +88,10 @@ def replay(recorded: Recorded, options: Options | None = None, **tolerance: Any)
         options = Options(shadow="fp64" if gpu.tolerance == "shadow" else None)
     arguments = recorded.arguments()
     launch_args = {**arguments, **recorded.options}
+    if divergence:
+        with gpu_divergence(options, pids=pids, **tolerance) as diverging:
+            jit[recorded.grid](**launch_args)
+        return diverging.trace[0]
     described = describe(jit.fn, (), arguments)
     with interpret(options) as session:
         jit[recorded.grid](**launch_args)

@@ -116,3 +116,23 @@ def test_the_launches_torch_compile_generates_are_captured_where_they_go_through
     assert recorded.kernel.startswith("triton_") and recorded.written
     comparison = recorded.replay().comparison
     assert comparison.ok, comparison.report()
+
+
+def test_a_recorded_launch_replays_on_this_gpu_to_the_statement_where_it_diverges():
+    torch = pytest.importorskip("torch")
+    from tests.divergence import kernels as dk
+
+    x = torch.tensor(
+        np.where(np.arange(256) % 7 == 0, np.nan, np.arange(256)).astype(np.float32), device="cuda"
+    )
+    out = torch.zeros(256, dtype=torch.int32, device="cuda")
+    with kernel_nb.record() as recording:
+        dk.nan_cast_kernel[(2,)](x, out, BLOCK=128)
+    torch.cuda.synchronize()
+    [recorded] = recording
+    launch = recorded.replay(kernel_nb.Options(numerics="stock"), divergence=True, pids=[(1, 0, 0)])
+    divergence = launch.divergence
+    assert divergence is not None and divergence.error is None, divergence
+    print(divergence.report())
+    _, first = divergence.first
+    assert (first.name, first.line) == ("n", dk.LINES["nan_cast"])

@@ -237,3 +237,15 @@ def test_a_tensor_descriptor_is_recorded_and_rebuilt_on_replay(tmp_path):
     assert isinstance(src, TensorDescriptor) and torch.equal(src.base, x)
     np.testing.assert_array_equal(launch.arguments(after=True)["dst"].base.numpy(), x.T.numpy())
     assert launch.replay().comparison.ok
+
+
+def test_a_replay_that_looks_for_the_diverging_statement_needs_a_gpu():
+    import kernel_nb.gpu as gpu
+
+    x, y, out = np.arange(50, dtype=np.float32), np.ones(50, np.float32), np.zeros(50, np.float32)
+    with kernel_nb.interpret(), kernel_nb.record() as recording:
+        k.add_kernel[(2,)](x, y, out, 50, BLOCK=32)
+    if gpu.find_missing() is None:
+        pytest.skip("this machine has a GPU: tests/gpu/test_record_gpu.py replays with divergence there")
+    with pytest.raises(gpu.GpuUnavailableError):
+        recording[0].replay(divergence=True)
