@@ -72,3 +72,17 @@ def test_a_compiled_launch_no_run_started_is_recorded_and_replays_matching():
     np.testing.assert_array_equal(recorded.arguments()["out_ptr"], np.zeros(50, np.float32))
     replayed = recorded.replay()
     assert replayed.comparison.ok, replayed.comparison.report()
+
+
+def test_a_recording_inside_a_recording_each_capture_the_launch():
+    x, y, out = np.arange(50, dtype=np.float32), np.ones(50, np.float32), np.zeros(50, np.float32)
+
+    def add():
+        out[:] = x + y
+
+    with kernel_nb.record() as outer:
+        with kernel_nb.record() as inner:
+            _launch(_compiled(k.add_kernel), (2, 1, 1), x, y, out, 50, 32, effect=add)
+    assert len(outer) == len(inner) == 1 and outer[0] is not inner[0]
+    for recording in (outer, inner):
+        assert recording[0].written == ["out_ptr"] and recording[0].replay().comparison.ok

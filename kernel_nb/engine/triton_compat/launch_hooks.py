@@ -15,6 +15,7 @@ chains (`HookChain`, which are never None).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from triton import knobs
 from triton.compiler.compiler import CompiledKernel
 
-_TOKEN = "kernel_nb.launch"  # the metadata's key for what `before` returned
+_BLOCKS = itertools.count()  # blocks nest (a recording inside a recording): a key each
 
 
 @contextmanager
@@ -36,6 +37,7 @@ def compiled_launches(
     memory on the launch's stream waits for it)."""
     original = CompiledKernel.launch_metadata
     runtime = knobs.runtime
+    key = f"kernel_nb.launch.{next(_BLOCKS)}"  # the metadata's key for what `before` returned
 
     def launch_metadata(self: Any, grid: Any, stream: Any, *args: Any) -> Any:
         metadata = original(self, grid, stream, *args)
@@ -44,11 +46,11 @@ def compiled_launches(
             return metadata
         token = before(jit, tuple(grid), args)
         if token is not None:
-            metadata.data[_TOKEN] = token
+            metadata.data[key] = token
         return metadata
 
     def exit_hook(metadata: Any) -> None:
-        token = None if metadata is None else metadata.data.pop(_TOKEN, None)
+        token = None if metadata is None else metadata.data.pop(key, None)
         if token is not None:
             after(token)
 
