@@ -93,14 +93,24 @@ class Access:
     def shape(self, live: np.ndarray) -> TileShape | None:
         """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
         or a row touches an element twice)."""
-        if self.active is None and self.direct:
+        if self.direct and self.rows is None:
             tile = self.tile()
             if tile is not None:
                 assert self.affine
-                _, ordered = self.affine.elements(self.arg.itemsize)
+                lanes, ordered = self.affine.elements(self.arg.itemsize)
+                shift = np.broadcast_to(tile[0], live.shape)
+                if self.active is not None:
+                    # as TileShape.of has it, from the tile form rather than every lane's index:
+                    # the lanes every live row keeps where their masks agree, else all of them
+                    kept = self.active.reshape(len(self.lo), -1)[live]
+                    if kept.shape[0] and not kept[0].all() and (kept == kept[:1]).all():
+                        picked = np.sort(lanes[kept[0]])
+                        if picked.size > 1 and not (picked[1:] != picked[:-1]).all():
+                            return None
+                        return TileShape(picked, shift)
                 if ordered is None:
                     return None
-                return TileShape(ordered, np.broadcast_to(tile[0], live.shape))
+                return TileShape(ordered, shift)
         if self.rows is None:
             return TileShape.of(self.index(), self.active, live)
         shape = TileShape.of(self.index(), self.active, live[self.rows])

@@ -66,6 +66,9 @@ class _Side:
     mark: np.ndarray | None = None  # element → touched by one program (see IntervalBook._mark)
     later: list[Callable[[np.ndarray], None]] = field(default_factory=list)  # marks not made yet
     counts: np.ndarray | None = None  # element → programs of shared rows that touched it
+    # TileShape.meets's answers by (lanes, lanes, step): a loop's tiles have equal lanes and
+    # meet each earlier one at the few steps a loop makes, not at a step per pair of iterations
+    steps: dict[tuple[int, int, int], tuple[bool, np.ndarray, np.ndarray]] = field(default_factory=dict)
     lo: int = _BIG
     hi: int = -_BIG
 
@@ -296,7 +299,7 @@ class IntervalBook:
                 raise NeedsPrecise("a shared access may touch an element twice in one program")
             for before_lo, before_hi, before in side.ranges:
                 meets = (lo < before_hi) & (before_lo < hi) & live & (before_lo < before_hi)
-                if meets.any() and (before is None or shape.meets(before, meets)):
+                if meets.any() and (before is None or shape.meets(before, meets, side.steps)):
                     raise NeedsPrecise("a program touches elements again that other programs share")
             if side.counts is None:
                 key = (name, kind)
@@ -351,6 +354,7 @@ class TileShape:
 
     lanes: np.ndarray
     shift: np.ndarray  # per batch row (meaningless where the row is not live)
+    _digest: int | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def of(flat: np.ndarray, active: np.ndarray | None, live: np.ndarray) -> TileShape | None:
@@ -372,13 +376,40 @@ class TileShape:
             return None
         return TileShape(ordered, flat[:, 0])
 
-    def meets(self, before: TileShape, rows: np.ndarray) -> bool:
-        """Whether any of `rows` touches an element here that it touched in `before`."""
-        for step in np.unique(before.shift[rows] - self.shift[rows]):
+    def meets(
+        self,
+        before: TileShape,
+        rows: np.ndarray,
+        known: dict[tuple[int, int, int], tuple[bool, np.ndarray, np.ndarray]] | None = None,
+    ) -> bool:
+        """Whether any of `rows` touches an element here that it touched in `before`; `known`
+        keeps the answer per step for lanes seen again (a loop's tiles have equal lanes, made
+        anew by each access)."""
+        for step in np.unique(before.shift[rows] - self.shift[rows]).tolist():
+            key = (self.digest, before.digest, step)
+            seen = None if known is None else known.get(key)
+            if (
+                seen is not None
+                and np.array_equal(seen[1], self.lanes)
+                and np.array_equal(seen[2], before.lanes)
+            ):
+                if seen[0]:
+                    return True
+                continue
             # shift + a == before.shift + b  ⇔  a == b + step
             moved = before.lanes + step
             at = np.searchsorted(self.lanes, moved)
             inside = at < self.lanes.size
-            if (self.lanes[at[inside]] == moved[inside]).any():
+            hit = bool((self.lanes[at[inside]] == moved[inside]).any())
+            if known is not None:
+                known[key] = (hit, self.lanes, before.lanes)
+            if hit:
                 return True
         return False
+
+    @property
+    def digest(self) -> int:
+        """A hash of the lanes (`meets` compares the lanes themselves where two digests agree)."""
+        if self._digest is None:
+            self._digest = hash(self.lanes.tobytes())
+        return self._digest
