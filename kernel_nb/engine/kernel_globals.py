@@ -28,7 +28,7 @@ import dis
 import sys
 import sysconfig
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import triton.language as tl
@@ -54,21 +54,10 @@ def kernel_globals(fn: types.FunctionType) -> dict[str, Global]:
     """
     found: dict[str, Global] = {}
     read_in: dict[str, str] = {}  # name → the module whose meaning `found` holds
-    pending: list[Callable[..., Any]] = [fn]
-    visited: set[Callable[..., Any]] = set()
-    while pending:
-        function = pending.pop(0)
-        if function in visited:
-            continue
-        visited.add(function)
+    for function in jit_functions(fn):
         module = str(function.__module__)
         for name, value in _reads(function):
-            try:
-                described = _describe(value)
-            except Exception as exc:  # an object whose attributes raise cannot travel either
-                described = ("unsupported", f"a {type(value).__name__} ({type(exc).__name__}: {exc})")
-            if described[0] == "jit":
-                pending.append(triton_compat.jit_source_function(value))
+            described = _described(value)
             if name not in found:
                 found[name], read_in[name] = described, module
             elif found[name][0] != "unsupported" and repr(found[name]) != repr(described):
@@ -91,11 +80,18 @@ def jit_functions(fn: types.FunctionType) -> list[types.FunctionType]:
             continue
         found.append(function)
         for _, value in _reads(function):
-            if isinstance(value, triton_compat.JIT_TYPES) and _describe(value)[0] == "jit":
+            if _described(value)[0] == "jit":
                 helper = triton_compat.jit_source_function(value)
                 if isinstance(helper, types.FunctionType):
                     pending.append(helper)
     return found
+
+
+def _described(value: Any) -> Global:
+    try:
+        return _describe(value)
+    except Exception as exc:  # an object whose attributes raise cannot travel either
+        return ("unsupported", f"a {type(value).__name__} ({type(exc).__name__}: {exc})")
 
 
 def _reads(fn: Any) -> Iterator[tuple[str, Any]]:

@@ -15,6 +15,7 @@ Triton's launcher).
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -296,7 +297,7 @@ def _plain(path: str, value: Any, arrays: set[str]) -> tuple[Any, str | None]:
 def _qualname(kernel: Any, fn: Any) -> str:
     """The name the kernel object is found by in its module: the outermost wrapper's (autotune,
     heuristics), which is what the module binds."""
-    module = __import__("sys").modules.get(fn.__module__)
+    module = sys.modules.get(fn.__module__)
     for name, value in vars(module).items() if module is not None else ():
         inner = value
         while inner is not None and not isinstance(inner, triton_compat.JIT_TYPES):

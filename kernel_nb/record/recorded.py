@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.numerics import numpy_dtype
 from kernel_nb.record.carried import carried_source, define
 
 # the format of a saved recording, written in it: a loader refuses others
@@ -111,7 +112,7 @@ class RecordedLaunch:
         ]
         arrays = {}
         for leaf in self.leaves:
-            dtype = np.dtype(_dtype(leaf.dtype))
+            dtype = numpy_dtype(leaf.dtype)
             memory = copies[leaf.region]
             strides = tuple(s * dtype.itemsize for s in leaf.strides)
             arrays[leaf.name] = np.ndarray(leaf.shape, dtype, memory, leaf.offset, strides)
@@ -327,9 +328,3 @@ def find_kernel(module: str, qualname: str) -> Any | None:
         return triton_compat.innermost_jit(found)
     except (ImportError, AttributeError):
         return None
-
-
-def _dtype(name: str) -> Any:
-    import ml_dtypes
-
-    return getattr(ml_dtypes, name, None) or np.dtype(name)

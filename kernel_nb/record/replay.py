@@ -98,7 +98,7 @@ def replay(
     launch = session.trace[0]
     cpu = described.snapshot()
     # the replay's regions, in the order describe found them, each to its recorded one
-    order = [recorded_region(recorded, region.leaves[0].name) for region in described.regions]
+    order = [_recorded_region(recorded, region.leaves[0].name) for region in described.regions]
     before = [recorded.inputs[r] for r in order]
     after = [recorded.outputs[r] if recorded.outputs[r] is not None else recorded.inputs[r] for r in order]
     ran = GpuLaunch(
@@ -108,5 +108,5 @@ def replay(
     return launch
 
 
-def recorded_region(recorded: Recorded, name: str) -> int:
+def _recorded_region(recorded: Recorded, name: str) -> int:
     return next(leaf.region for leaf in recorded.leaves if leaf.name == name)
