@@ -268,8 +268,9 @@ class Recorder:
         """What `for x in fn(*args, **kwargs)` iterates over (fn: range or tl.range)."""
         return fn(*args, **kwargs)
 
-    def loop_snapshot(self, names: dict[str, Any]) -> Any:
-        """Called at the top of each iteration of a range loop (see BatchRecorder)."""
+    def loop_snapshot(self, names: dict[str, Any], needed: tuple[str, ...]) -> Any:
+        """Called at the top of each iteration of a range loop with the function's names and
+        those of them that `loop_narrow` and `loop_merge` may ask for (see BatchRecorder)."""
         return None
 
     def loop_narrow(self, saved: Any, names: tuple[str, ...]) -> dict[str, Any] | None:

@@ -344,9 +344,14 @@ class _Instrumenter(SiteWalker):
         saved = f"{PROBE}saved{self.loops}"
         narrowed, merged = f"{PROBE}narrowed{self.loops}", f"{PROBE}merged{self.loops}"
         locals_call = ast.Call(ast.Name("locals", ast.Load()), [], [])
+        # only the names narrowed or merged: the others' values from the iteration before (the
+        # body's temporaries, a tile per program each) would live on through the next iteration
+        needed = ast.Tuple([ast.Constant(n) for n in names + [n for n in read if n not in names]], ast.Load())
         snapshot = ast.Assign(
             [ast.Name(saved, ast.Store())],
-            ast.Call(ast.Attribute(ast.Name(PROBE, ast.Load()), "snapshot", ast.Load()), [locals_call], []),
+            ast.Call(
+                ast.Attribute(ast.Name(PROBE, ast.Load()), "snapshot", ast.Load()), [locals_call, needed], []
+            ),
         )
         narrow = ast.Assign(
             [ast.Name(narrowed, ast.Store())],

@@ -118,12 +118,21 @@ class DeferredSummaries(SummaryColumns):
     columns when every row's are wanted. A launch whose values are kept then spends nothing on
     summaries until someone looks."""
 
-    def __init__(self, rows: np.ndarray, at: np.ndarray | None = None, batch: int = 0) -> None:
+    def __init__(
+        self,
+        rows: np.ndarray,
+        at: np.ndarray | None = None,
+        batch: int = 0,
+        rest: tuple[SummaryColumns, np.ndarray] | None = None,
+    ) -> None:
         """`rows`: (programs, lanes), one per row of the batch; or, with `at` (ascending), the
-        rows `at` of a batch of `batch`, whose other rows made no record (see `placed`)."""
+        rows `at` of a batch of `batch`, whose other rows made no record (see `placed`) or, with
+        `rest`, have their columns made already: (columns, their rows), rows whose values are
+        not kept."""
         self._rows: np.ndarray | None = rows
         self._at = at
         self._batch = batch
+        self._rest = rest
         self._columns: SummaryColumns | None = None
         self._nonfinite: tuple[np.ndarray, np.ndarray] | None = None
         self.size = rows.shape[1]
@@ -135,6 +144,8 @@ class DeferredSummaries(SummaryColumns):
             columns = SummaryColumns.of(self._rows)
             if self._at is not None:
                 columns = columns.placed(self._at, self._batch)
+            if self._rest is not None:
+                columns = _with_rows(columns, *self._rest)
             self._columns, self._rows = columns, None
         return self._columns
 
@@ -149,6 +160,11 @@ class DeferredSummaries(SummaryColumns):
             i = int(np.searchsorted(self._at, r))
             if i < len(self._at) and self._at[i] == r:
                 return Summary.of(self._rows[i])
+            if self._rest is not None:
+                columns, at = self._rest
+                i = int(np.searchsorted(at, r))
+                if i < len(at) and at[i] == r:
+                    return columns.row(i)
         elif self._rows is not None:
             return Summary.of(self._rows[r])
         return self.settle().row(r)  # (a row that made no record: zeros, as `placed` holds it)
@@ -176,6 +192,9 @@ class DeferredSummaries(SummaryColumns):
                     _placed(has_nan, self._at, self._batch),
                     _placed(has_inf, self._at, self._batch),
                 )
+            if self._rest is not None:
+                columns, at = self._rest
+                has_nan[at], has_inf[at] = columns.nonfinite()
             self._nonfinite = has_nan, has_inf
         return self._nonfinite
 
@@ -188,6 +207,21 @@ def _placed(column: np.ndarray, at: np.ndarray, rows: int) -> np.ndarray:
     full = np.zeros(rows, column.dtype)
     full[at] = column
     return full
+
+
+def _with_rows(columns: SummaryColumns, rest: SummaryColumns, at: np.ndarray) -> SummaryColumns:
+    """`columns` with rows `at` taken from `rest`."""
+
+    def put(mine: np.ndarray | None, theirs: np.ndarray | None) -> np.ndarray | None:
+        if mine is None and theirs is None:
+            return None
+        made = np.zeros(len(columns.lo), np.int64) if mine is None else np.array(mine)
+        made[at] = 0 if theirs is None else theirs
+        return made
+
+    lo, hi, mean = put(columns.lo, rest.lo), put(columns.hi, rest.hi), put(columns.mean, rest.mean)
+    assert lo is not None and hi is not None and mean is not None
+    return SummaryColumns(lo, hi, mean, columns.size, put(columns.nan, rest.nan), put(columns.inf, rest.inf))
 
 
 def summary_rows(values: np.ndarray) -> list[Summary]:

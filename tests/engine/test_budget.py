@@ -149,3 +149,37 @@ def test_a_masked_loop_holds_one_iterations_values_not_all_of_them():
     # an iteration's values are a few arrays of 64 rows of 16 KiB; all 64 iterations' would be
     # some 100 MiB
     assert peak < 24 << 20, peak
+
+
+@triton.jit
+def _temporaries(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(pid + 1):  # a masked loop whose body makes temporaries only it reads
+        a = tl.load(x_ptr + i * BLOCK + offs)
+        b = a * 2.0
+        c = b + 1.0
+        d = c * c
+        acc += d
+    tl.store(out_ptr + pid * BLOCK + offs, acc)
+
+
+def test_a_masked_loop_lets_go_of_an_iterations_temporaries_when_the_next_one_starts():
+    programs, block = 64, 4096  # a temporary of the first iteration: 1 MiB
+    x = np.ones(programs * block, np.float32)
+    out = np.zeros_like(x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        with kernel_nb.interpret(capture=False, strategy="auto") as session:
+            _temporaries[(programs,)](x, out, BLOCK=block)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert session.trace[0].strategy == "batched"
+    np.testing.assert_array_equal(out.reshape(programs, block)[:, 0], 9 * np.arange(1, programs + 1))
+    # about 13.5 MiB; 18.5 MiB while the snapshot an iteration starts with held the body's
+    # temporaries from the iteration before (a, b, c, d) until the next iteration started
+    assert peak < 16 << 20, peak

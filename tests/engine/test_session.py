@@ -333,3 +333,22 @@ def test_the_garbage_collector_is_paused_during_a_launch_and_left_as_it_was(enab
         gc.enable() if was else gc.disable()
     assert during and not any(during)
     np.testing.assert_array_equal(out, x + 1)
+
+
+@triton.jit
+def _same_table(t_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, tl.load(t_ptr + offs))
+
+
+@pytest.mark.parametrize("programs", [255, 256, 300])
+def test_an_element_every_program_reads_counts_every_read(programs, strategy):
+    # one batch, whose counts take the smallest type that holds a read per program
+    table = np.arange(64, dtype=np.float32)
+    out = np.zeros(programs * 64, np.float32)
+    with kernel_nb.interpret() as session:
+        _same_table[(programs,)](table, out, BLOCK=64)
+    launch = session.trace[0]
+    assert launch.strategy == ("batched" if strategy == "auto" else "serial")
+    np.testing.assert_array_equal(launch.buffers["t_ptr"].reads, np.full(64, programs, np.int32))
+    np.testing.assert_array_equal(out.reshape(programs, 64), np.broadcast_to(table, (programs, 64)))

@@ -103,3 +103,28 @@ def test_an_interrupt_ends_the_largest_grid_with_its_programs_bounded(order):
     assert len(launch.programs) <= 500
     assert peak < 16 << 20
     np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32))
+
+
+def test_summaries_equal_the_serial_ones_where_the_budget_keeps_some_programs_of_a_batch():
+    # the kept programs' summaries are made from their kept values when read, the others' as
+    # the batch runs: NaN and Inf in a kept program and in a cut one
+    n, block = 1 << 16, 256
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    x[[5000, 5001]], x[5100], x[60000], x[60300] = np.nan, np.inf, np.nan, -np.inf
+    launches = {}
+    for strategy in ("auto", "serial"):
+        out = np.zeros(n, np.float32)
+        with kernel_nb.interpret(budget_bytes=300_000, strategy=strategy) as session:
+            k.add_kernel[(n // block,)](x, y, out, n, BLOCK=block)
+        launches[strategy] = session.trace[0]
+    batched, serial = launches["auto"], launches["serial"]
+    assert batched.strategy == "batched"
+    kept = [pid for pid, p in batched.programs.items() if p.kept]
+    assert (19, 0, 0) in kept and (234, 0, 0) not in kept and 0 < len(kept) < n // block
+    assert kept == [pid for pid, p in serial.programs.items() if p.kept]
+    for pid in serial.programs:
+        got = [(r.stmt, r.summary) for r in batched.programs[pid].records]
+        assert got == [(r.stmt, r.summary) for r in serial.programs[pid].records], pid
+    [x_record] = batched.records(19, name="x")
+    assert (x_record.summary.nan, x_record.summary.inf) == (2, 1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -304,7 +304,7 @@ class IntervalBook:
             if side.counts is None:
                 key = (name, kind)
                 if key not in self._counts:
-                    self._counts[key] = np.zeros(side.size, np.int32)
+                    self._counts[key] = np.zeros(side.size, _count_dtype(len(self.linear)))
                 side.counts = self._counts[key]
             counts = side.counts
             shifts, rows = np.unique(shape.shift[live], return_counts=True)
@@ -317,7 +317,7 @@ class IntervalBook:
                 running = live if lanes.rows is None else live[lanes.rows]
                 picked = lanes.index()[running] if flat_active is None else lanes.index()[flat_active]
                 counts[first:last] += np.bincount(picked.reshape(-1) - first, minlength=last - first).astype(
-                    np.int32
+                    counts.dtype
                 )
             side.ranges.append((np.where(live, lo, 0), np.where(live, hi, 0), shape))
         if not side.shared:
@@ -413,3 +413,12 @@ class TileShape:
         if self._digest is None:
             self._digest = hash(self.lanes.tobytes())
         return self._digest
+
+
+def _count_dtype(programs: int) -> np.dtype[Any]:
+    """The smallest unsigned type that counts up to `programs`: a batch's rows touch an element
+    once each (see IntervalBook.access), and the counts are an argument's size."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if programs <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)

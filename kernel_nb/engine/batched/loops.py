@@ -17,7 +17,6 @@ import numpy as np
 from kernel_nb.engine import shadow, triton_compat
 from kernel_nb.engine.batched.builder import Divergence, LoopMask
 from kernel_nb.engine.batched.tiles import rows_of, shape_of, widened
-from kernel_nb.engine.rewrite import PROBE
 from kernel_nb.trace import Pid
 
 
@@ -77,12 +76,12 @@ class MaskedLoops:
         self.at = at
         self.hold_rows(at)
 
-    def loop_snapshot(self, names: dict[str, Any]) -> Any:
+    def loop_snapshot(self, names: dict[str, Any], needed: tuple[str, ...]) -> Any:
         if self.trips is None:
             return None
-        # not the probe's own names: they hold the snapshot of the iteration before, which would
-        # chain every iteration's values together until the loop ends
-        mine = {name: value for name, value in names.items() if not name.startswith(PROBE)}
+        # only what narrowing and merging read: never the probe's own names (they hold the
+        # snapshot of the iteration before, chaining every iteration's values together)
+        mine = {name: names[name] for name in needed if name in names}
         if (len(self.frames), len(self.frames[-1].loops)) == self._masked_depth:
             return _MaskedLoopNames(mine)  # the masked loop's own iteration
         return mine

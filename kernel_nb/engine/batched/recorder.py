@@ -259,7 +259,10 @@ class BatchRecorder(MaskedLoops, Recorder):
         else:
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
-            summaries = self._summaries(rows, values if value_rows is None else None)
+            if value_rows is None:
+                summaries = self._summaries(rows, values)
+            else:
+                summaries = self._partly_kept_summaries(rows, values, value_rows)
         self.add_block(
             RecordBlock(
                 stmt,
@@ -314,15 +317,22 @@ class BatchRecorder(MaskedLoops, Recorder):
         """The rows' summaries (with `at`: those of rows `at` of a batch of `batch`, the others
         no record's): made when read where `kept` (every one of the rows' values, kept) holds
         them (see DeferredSummaries), else now."""
-        if (
-            isinstance(kept, np.ndarray)
-            and kept.flags.c_contiguous
-            and kept.dtype.kind in "biuf"
-            and len(kept)
-        ):
+        if _deferrable(kept) and len(kept):
             return DeferredSummaries(kept.reshape(len(kept), -1), at, batch)
         columns = SummaryColumns.of(np.ascontiguousarray(rows.reshape(len(rows), -1)))
         return columns if at is None else columns.placed(at, batch)
+
+    @staticmethod
+    def _partly_kept_summaries(rows: np.ndarray, kept: Any, value_rows: np.ndarray) -> SummaryColumns:
+        """The summaries of a batch's rows of which those `value_rows` maps (to rows of `kept`)
+        are kept: theirs made when read, as `_summaries` defers them, the others' now."""
+        flat = rows.reshape(len(rows), -1)
+        at = np.flatnonzero(value_rows >= 0)
+        if not (at.size and _deferrable(kept) and len(kept) == at.size):
+            return SummaryColumns.of(np.ascontiguousarray(flat))
+        others = np.flatnonzero(value_rows < 0)
+        rest = SummaryColumns.of(np.ascontiguousarray(flat[others]))
+        return DeferredSummaries(kept.reshape(len(kept), -1), at, len(rows), rest=(rest, others))
 
     def _pointer_tile(self, value: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
         """A pointer block with an Affine form inside one argument: each program's element offsets
@@ -694,6 +704,11 @@ class BatchRecorder(MaskedLoops, Recorder):
         if left <= 0:
             return None
         return -(-left // self._kept_row_bytes)  # the last starts under the budget, as in trim
+
+
+def _deferrable(kept: Any) -> bool:
+    """Whether kept values can stand in for their rows' summaries until these are read."""
+    return isinstance(kept, np.ndarray) and kept.flags.c_contiguous and kept.dtype.kind in "biuf"
 
 
 def _rows_kept(
