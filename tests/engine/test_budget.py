@@ -183,3 +183,36 @@ def test_a_masked_loop_lets_go_of_an_iterations_temporaries_when_the_next_one_st
     # about 13.5 MiB; 18.5 MiB while the snapshot an iteration starts with held the body's
     # temporaries from the iteration before (a, b, c, d) until the next iteration started
     assert peak < 16 << 20, peak
+
+
+@triton.jit
+def _copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    a = tl.load(x_ptr + offs, mask=inside, other=0.0)  # masked: gathered, not a view of x
+    tl.store(out_ptr + offs, a, mask=inside)
+
+
+@pytest.mark.parametrize("budget", [1 << 20, 3 << 20])  # cut while the batch runs / at its end
+def test_a_loaded_value_kept_by_its_event_and_its_record_is_held_once(budget):
+    # the budget counts the load's values and the record of `a` apiece (as the serial strategy
+    # keeps them); a batch keeps one copy of the kept programs' rows for both, however many
+    # programs the budget cut between them (a masked store's values are what memory then holds)
+    programs, block = 256, 1024
+    x = np.arange(programs * block, dtype=np.float32)
+    out = np.zeros_like(x)
+    with kernel_nb.interpret(budget_bytes=budget, strategy="auto") as session:
+        _copy_kernel[(programs,)](x, out, x.size - 1, BLOCK=block)
+    launch = session.trace[0]
+    assert launch.strategy == "batched"
+    np.testing.assert_array_equal(out[:-1], x[:-1])
+    kept = [pid for pid, p in launch.programs.items() if p.kept]
+    assert 0 < len(kept) < programs
+    assert launch.kept_bytes >= len(kept) * 3 * 4 * block
+    for pid in (kept[0], kept[-1]):
+        expected = x[pid[0] * block : (pid[0] + 1) * block]
+        [value] = [r.value for r in launch.records(pid, name="a")]
+        [load, store] = launch.programs[pid].events
+        for held in (value, load.values, store.values):
+            np.testing.assert_array_equal(held, expected)
+        assert np.shares_memory(value, load.values)

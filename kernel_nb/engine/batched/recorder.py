@@ -22,6 +22,7 @@ from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
+from kernel_nb.engine.batched.row_copies import RowCopies
 from kernel_nb.engine.batched.tiles import AFFINE, AffinePointers
 from kernel_nb.engine.recorder import COMPANIONS, Recorder, assignment
 from kernel_nb.options import Options
@@ -88,6 +89,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         # per launch: arrays whose kept rows are views, weakly (an array goes when no record
         # holds a view of it any more, see _let_go_of_cut_rows), and the other rows' bytes
         self._held_whole: dict[int, weakref.ref[np.ndarray]] = {}
+        # the copies of a batch's rows made so far, while a block holds them (see _copy_once)
+        self._copies = RowCopies()
         self._held_bytes = 0
         # per statement, the most bytes one program's value took (see `program_bytes`)
         self._value_bytes: dict[int, int] = {}
@@ -102,6 +105,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         """Start recording a batch; observations go to `observations` (None: none)."""
         self.batch = pids
         self.observations = observations
+        self._copies = RowCopies()
         self._summary_bytes = 0
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
@@ -538,9 +542,10 @@ class BatchRecorder(MaskedLoops, Recorder):
         its straight-line code until it ends: copies would only add to them), when that frees a
         share of the budget worth the copies; once it `ended`, all."""
         keep = self.keep_rows
-        # while the batch runs, a block goes down to the rows kept when half of its rows go; at
-        # its end, when a fifth does: what a launch keeps stays within 1.25 x its budget
-        share = 0.25 if ended else 1.0
+        # a block goes down to the rows kept when a fifth of its rows go, while the batch runs as
+        # at its end: what a launch keeps stays within 1.25 x its budget, and the cut programs'
+        # rows of a loop's earlier iterations do not stay beside the working set until it ends
+        share = 0.25
         kept = int(keep.sum())
         # the most rows a block of the kind looked at can hold: at the end, every block's
         held = len(keep) if ended else self._rows_held
@@ -566,16 +571,23 @@ class BatchRecorder(MaskedLoops, Recorder):
         if not ended:
             self._rows_held = kept
         inputs = self._holds_inputs
+        # blocks holding the same rows of one array (a load's event and its record) keep one copy
+
+        def pick(rows: Any, picked: np.ndarray) -> Any:
+            if isinstance(rows, np.ndarray) and not inputs(rows):
+                return self._copy_once(rows, picked)
+            return _picked_rows(rows, picked, inputs)
+
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
                 if isinstance(made.summaries, DeferredSummaries):
                     made.summaries.settle()  # from the values of every row, before most go
-                made.values, made.value_rows = _picked_rows(made.values, picked, inputs), index
+                made.values, made.value_rows = pick(made.values, picked), index
             else:
-                made.mask = _picked_rows(made.mask, picked, inputs)
-                made.indices = _picked_rows(made.indices, picked, inputs)
-                made.values = _picked_rows(made.values, picked, inputs)
-                made.before = _picked_rows(made.before, picked, inputs)
+                made.mask = pick(made.mask, picked)
+                made.indices = pick(made.indices, picked)
+                made.values = pick(made.values, picked)
+                made.before = pick(made.before, picked)
                 made.kept_rows = index
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
@@ -594,11 +606,14 @@ class BatchRecorder(MaskedLoops, Recorder):
         index = self.kept_positions(running)
         if self._holds_inputs(rows):  # bytes that never change: kept as they are
             return _rows_at(rows, index)
+        copied = self._copied(rows, index)  # the rows another block keeps already
+        if copied is not None:
+            return copied
         if index is None:
             if self._sole_array(rows):
                 rows.flags.writeable = False  # a record: a later in-place write would change it
                 return rows
-            return np.array(rows, copy=True)
+            return self._copy_once(rows, None)
         if index.size == 0:  # none of the programs held is kept
             return np.array(rows[:0], copy=True)
         first, count = int(index[0]), index.size
@@ -615,7 +630,37 @@ class BatchRecorder(MaskedLoops, Recorder):
                     self._hold_whole(whole, extra)
                 rows.flags.writeable = False
                 return kept
-        return np.array(rows[index], copy=True)
+        return self._copy_once(rows, index)
+
+    def _copy_once(self, rows: np.ndarray, index: np.ndarray | None) -> np.ndarray:
+        """A read-only copy of `rows` (rows `index` of it), or the one made before (see `_copied`)."""
+        found = self._copied(rows, index)
+        if found is not None:
+            return found
+        made = np.array(rows if index is None else rows[index], copy=True)
+        made.flags.writeable = False  # shared by the blocks that ask for it
+        rows_of = None if self._argument_memory(rows) else self._copies.rows_of(rows, index)
+        if rows_of is not None:
+            self._copies.add(rows_of, made)
+        return made
+
+    def _argument_memory(self, rows: np.ndarray) -> bool:
+        """Whether `rows` shows a launch's private copy of an argument (which stores change)."""
+        whole = _whole(rows)
+        return any(
+            m is not None and any(a is not None and _whole(a) is whole for a in (m.arena, m.inputs))
+            for m in self.addresses.memories
+        )
+
+    def _copied(self, rows: np.ndarray, index: np.ndarray | None) -> np.ndarray | None:
+        """The copy made before of rows (`index` of) `rows`, while a block holds it (None: none):
+        a load's event and its statement's record, a store's event and its value's record, keep
+        one copy between them (the budget may cut programs between the two: then each keeps its
+        own until the batch's end cuts both down to the same rows)."""
+        if self._argument_memory(rows):
+            return None
+        rows_of = self._copies.rows_of(rows, index)
+        return None if rows_of is None else self._copies.find(rows_of)
 
     def _holds_inputs(self, rows: np.ndarray) -> bool:
         """Whether `rows` shows a launch's inputs, read-only (see Memory.freeze)."""
