@@ -12,11 +12,14 @@ freed heap memory stays up to `RETAINED_BYTES`. Afterwards the heap keeps 2 x 32
 memory, the state glibc's own rule reaches after it freed one 32 MiB block, and the rest goes back
 to the system (`malloc_trim`). Elsewhere than glibc this does nothing.
 
-The private copies of the caller's arrays (`small_pages`) are faulted in with 4 KiB pages. numpy
-asks the kernel for transparent huge pages on every large array (madvise), and where the kernel
-compacts memory on such a fault (THP defrag "madvise", a common default) a fresh 16 MiB copy took
-35-47 ms instead of 11.5, whenever no free 2 MiB page was at hand: the first launch of vector add
-2**22 ran in 85 to 200 ms from process to process, in 94 to 98 ms with the copies in small pages.
+The private copies of the caller's arrays (`small_pages`), and every array made while a launch
+runs, are faulted in with 4 KiB pages. numpy asks the kernel for transparent huge pages on every
+large array (madvise), and where the kernel compacts memory on such a fault (THP defrag "madvise",
+a common default) a fresh 16 MiB copy took 35-47 ms instead of 11.5, whenever no free 2 MiB page
+was at hand: the first launch of vector add 2**22 ran in 85 to 200 ms from process to process, in
+94 to 98 ms with the copies in small pages. A huge page is resident whole however little of it a
+heap block uses: with them, causal flash attention's peak resident memory went from 90 MiB to
+between 93 and 102 MiB from process to process, for no measurable gain in time.
 """
 
 from __future__ import annotations
@@ -69,15 +72,29 @@ def small_pages(size: int) -> np.ndarray:
 
 @contextmanager
 def reused_memory() -> Iterator[None]:
-    """Inside: numpy's temporaries reuse freed heap blocks (see the module's docstring)."""
-    libc = _LIBC
-    if libc is None:
+    """Inside: numpy's temporaries reuse freed heap blocks, in small pages (see the module's
+    docstring)."""
+    with _small_pages_throughout():
+        libc = _LIBC
+        if libc is None:
+            yield
+            return
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        libc.mallopt(_M_TRIM_THRESHOLD, RETAINED_BYTES)
+        try:
+            yield
+        finally:
+            libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
+            libc.malloc_trim(2 * MMAP_THRESHOLD)
+
+
+@contextmanager
+def _small_pages_throughout() -> Iterator[None]:
+    if _set_huge_page_advice is None:
         yield
         return
-    libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    libc.mallopt(_M_TRIM_THRESHOLD, RETAINED_BYTES)
+    advised = _set_huge_page_advice(False)
     try:
         yield
     finally:
-        libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
-        libc.malloc_trim(2 * MMAP_THRESHOLD)
+        _set_huge_page_advice(advised)

@@ -86,3 +86,15 @@ def test_copies_are_made_in_small_pages():
     if plain == 0:
         pytest.skip("numpy's arrays get no transparent huge pages on this machine now")
     assert _huge_kb("small") == 0
+
+
+@pytest.mark.skipif(allocator._set_huge_page_advice is None, reason="this numpy has no huge-page advice")
+def test_a_launch_makes_its_arrays_without_huge_page_advice_and_puts_it_back():
+    advise = allocator._set_huge_page_advice
+    was = advise(True)
+    try:
+        with allocator.reused_memory():
+            assert advise(False) is False  # off inside
+        assert advise(True) is True  # back on after
+    finally:
+        advise(was)
