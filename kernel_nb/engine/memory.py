@@ -7,6 +7,7 @@ and written back to it, byte-swapped where the caller's elements are big-endian.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ WINDOW_COUNT = ((1 << 63) - WINDOWS_START) >> WINDOW_BITS
 _PAGE = 4096
 # Bytes written back at a time (see _host_access).
 _PIECE = 1 << 20
+# every block private copies live in, by id, while it lives (see `holds_copy`)
+_BLOCKS: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
 
 def window_base(window: int, caller_lo: int) -> int:
@@ -191,7 +194,7 @@ def copy_regions(leaves: list[arrays.ArrayLeaf]) -> tuple[list[Memory], dict[str
     # a copy filled on first use (see Memory) is allocated then
     lazy = [_lazy(r) for r in groups]
     slots = [0 if later else _align(r.hi - r.lo) for r, later in zip(groups, lazy)]
-    arena = allocator.small_pages(sum(slots) + 64)  # each copy is written whole
+    arena = _block(sum(slots) + 64)  # each copy is written whole
     offset = (-arena.ctypes.data) % 64
     memories = []
     memory_of: dict[str, Memory] = {}
@@ -223,9 +226,22 @@ def _align(n: int) -> int:
 
 def _aligned(size: int) -> np.ndarray:
     """`size` bytes starting at a multiple of 64."""
-    block = allocator.small_pages(size + 64)
+    block = _block(size + 64)
     offset = (-block.ctypes.data) % 64
     return block[offset : offset + size]
+
+
+def _block(size: int) -> np.ndarray:
+    block = allocator.small_pages(size)
+    _BLOCKS[id(block)] = block
+    return block
+
+
+def holds_copy(array: np.ndarray) -> bool:
+    """Whether `array` shows bytes of a private copy of caller memory (which stores change, and
+    whose read-only inputs stay the launch's): not a value an operation made."""
+    whole = _whole(array)
+    return _BLOCKS.get(id(whole)) is whole
 
 
 def _exchange(a: np.ndarray, b: np.ndarray) -> None:

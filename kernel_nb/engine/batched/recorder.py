@@ -22,8 +22,9 @@ from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
-from kernel_nb.engine.batched.row_copies import RowCopies
+from kernel_nb.engine.batched.row_copies import RowCopies, Rows
 from kernel_nb.engine.batched.tiles import AFFINE, AffinePointers
+from kernel_nb.engine.memory import holds_copy
 from kernel_nb.engine.recorder import COMPANIONS, Recorder, assignment
 from kernel_nb.options import Options
 from kernel_nb.trace import (
@@ -606,9 +607,6 @@ class BatchRecorder(MaskedLoops, Recorder):
         index = self.kept_positions(running)
         if self._holds_inputs(rows):  # bytes that never change: kept as they are
             return _rows_at(rows, index)
-        copied = self._copied(rows, index)  # the rows another block keeps already
-        if copied is not None:
-            return copied
         if index is None:
             if self._sole_array(rows):
                 rows.flags.writeable = False  # a record: a later in-place write would change it
@@ -616,6 +614,11 @@ class BatchRecorder(MaskedLoops, Recorder):
             return self._copy_once(rows, None)
         if index.size == 0:  # none of the programs held is kept
             return np.array(rows[:0], copy=True)
+        wanted = self._wanted(rows, index)
+        if wanted is not None:
+            copied = self._copies.find(wanted)  # the rows another block keeps already
+            if copied is not None:
+                return copied
         first, count = int(index[0]), index.size
         if int(index[-1]) - first + 1 == count and self._sole_array(rows):
             # the first programs, as the budget keeps them: a view of their rows, while what the
@@ -630,37 +633,29 @@ class BatchRecorder(MaskedLoops, Recorder):
                     self._hold_whole(whole, extra)
                 rows.flags.writeable = False
                 return kept
-        return self._copy_once(rows, index)
+        return self._copy_once(rows, index, wanted)
 
-    def _copy_once(self, rows: np.ndarray, index: np.ndarray | None) -> np.ndarray:
-        """A read-only copy of `rows` (rows `index` of it), or the one made before (see `_copied`)."""
-        found = self._copied(rows, index)
-        if found is not None:
-            return found
+    def _wanted(self, rows: np.ndarray, index: np.ndarray | None) -> Rows | None:
+        """Which rows of an operation's value rows (`index` of) `rows` are (see RowCopies); None
+        for memory of the launch's arguments, which stores change."""
+        return None if holds_copy(rows) else self._copies.rows_of(rows, index)
+
+    def _copy_once(self, rows: np.ndarray, index: np.ndarray | None, wanted: Any = False) -> np.ndarray:
+        """A read-only copy of `rows` (rows `index` of it), or the one made before while a block
+        holds it: a load's event and its statement's record, a store's event and its value's
+        record, keep one copy between them (the budget may cut programs between the two: then
+        each keeps its own until the batch's end cuts both down to the same rows). `wanted`:
+        what `_wanted` gave, if asked already."""
+        if wanted is False:
+            wanted = self._wanted(rows, index)
+            found = None if wanted is None else self._copies.find(wanted)
+            if found is not None:
+                return found
         made = np.array(rows if index is None else rows[index], copy=True)
         made.flags.writeable = False  # shared by the blocks that ask for it
-        rows_of = None if self._argument_memory(rows) else self._copies.rows_of(rows, index)
-        if rows_of is not None:
-            self._copies.add(rows_of, made)
+        if wanted is not None:
+            self._copies.add(wanted, made)
         return made
-
-    def _argument_memory(self, rows: np.ndarray) -> bool:
-        """Whether `rows` shows a launch's private copy of an argument (which stores change)."""
-        whole = _whole(rows)
-        return any(
-            m is not None and any(a is not None and _whole(a) is whole for a in (m.arena, m.inputs))
-            for m in self.addresses.memories
-        )
-
-    def _copied(self, rows: np.ndarray, index: np.ndarray | None) -> np.ndarray | None:
-        """The copy made before of rows (`index` of) `rows`, while a block holds it (None: none):
-        a load's event and its statement's record, a store's event and its value's record, keep
-        one copy between them (the budget may cut programs between the two: then each keeps its
-        own until the batch's end cuts both down to the same rows)."""
-        if self._argument_memory(rows):
-            return None
-        rows_of = self._copies.rows_of(rows, index)
-        return None if rows_of is None else self._copies.find(rows_of)
 
     def _holds_inputs(self, rows: np.ndarray) -> bool:
         """Whether `rows` shows a launch's inputs, read-only (see Memory.freeze)."""
