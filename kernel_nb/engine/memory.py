@@ -120,7 +120,7 @@ class Memory:
     def holds_inputs(self, array: np.ndarray) -> bool:
         """Whether `array` is a view of bytes of this memory that stay the launch's inputs."""
         inputs = self.read_only_inputs
-        return inputs is not None and _whole(array) is _whole(inputs)
+        return inputs is not None and base_array(array) is base_array(inputs)
 
     def address(self, write: bool) -> int:
         """Host address of the copy's first byte: to write, of the writable copy (filled first);
@@ -240,7 +240,7 @@ def _block(size: int) -> np.ndarray:
 def holds_copy(array: np.ndarray) -> bool:
     """Whether `array` shows bytes of a private copy of caller memory (which stores change, and
     whose read-only inputs stay the launch's): not a value an operation made."""
-    whole = _whole(array)
+    whole = base_array(array)
     return _BLOCKS.get(id(whole)) is whole
 
 
@@ -255,7 +255,7 @@ def _exchange(a: np.ndarray, b: np.ndarray) -> None:
         y[...] = h
 
 
-def _whole(array: np.ndarray) -> np.ndarray:
+def base_array(array: np.ndarray) -> np.ndarray:
     """The array `array` is a view of (itself if none)."""
     while isinstance(array.base, np.ndarray):
         array = array.base

@@ -130,8 +130,8 @@ def _triangle(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + pid * BLOCK + offs, acc)
 
 
-def test_a_masked_loop_holds_one_iterations_values_not_all_of_them():
-    programs, block = 64, 4096
+def _uncaptured_peak(kernel, programs, block):
+    """Run `kernel` batched without capture on ones; its output and the peak bytes it held."""
     x = np.ones(programs * block, np.float32)
     out = np.zeros_like(x)
     gc.collect()
@@ -139,11 +139,17 @@ def test_a_masked_loop_holds_one_iterations_values_not_all_of_them():
     try:
         start = tracemalloc.get_traced_memory()[0]
         with kernel_nb.interpret(capture=False, strategy="auto") as session:
-            _triangle[(programs,)](x, out, BLOCK=block)
+            kernel[(programs,)](x, out, BLOCK=block)
         peak = tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
     assert session.trace[0].strategy == "batched"
+    return out, peak
+
+
+def test_a_masked_loop_holds_one_iterations_values_not_all_of_them():
+    programs, block = 64, 4096
+    out, peak = _uncaptured_peak(_triangle, programs, block)
     expected = np.broadcast_to(np.arange(1, programs + 1, dtype=np.float32)[:, None], (programs, block))
     np.testing.assert_array_equal(out.reshape(programs, block), expected)
     # an iteration's values are a few arrays of 64 rows of 16 KiB; all 64 iterations' would be
@@ -167,18 +173,7 @@ def _temporaries(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 def test_a_masked_loop_lets_go_of_an_iterations_temporaries_when_the_next_one_starts():
     programs, block = 64, 4096  # a temporary of the first iteration: 1 MiB
-    x = np.ones(programs * block, np.float32)
-    out = np.zeros_like(x)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        with kernel_nb.interpret(capture=False, strategy="auto") as session:
-            _temporaries[(programs,)](x, out, BLOCK=block)
-        peak = tracemalloc.get_traced_memory()[1] - start
-    finally:
-        tracemalloc.stop()
-    assert session.trace[0].strategy == "batched"
+    out, peak = _uncaptured_peak(_temporaries, programs, block)
     np.testing.assert_array_equal(out.reshape(programs, block)[:, 0], 9 * np.arange(1, programs + 1))
     # about 13.5 MiB; 18.5 MiB while the snapshot an iteration starts with held the body's
     # temporaries from the iteration before (a, b, c, d) until the next iteration started

@@ -24,6 +24,7 @@ from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.row_copies import RowCopies, Rows
 from kernel_nb.engine.batched.tiles import AFFINE, AffinePointers
+from kernel_nb.engine.memory import base_array as _whole
 from kernel_nb.engine.memory import holds_copy
 from kernel_nb.engine.recorder import COMPANIONS, Recorder, assignment
 from kernel_nb.options import Options
@@ -571,24 +572,17 @@ class BatchRecorder(MaskedLoops, Recorder):
             return
         if not ended:
             self._rows_held = kept
-        inputs = self._holds_inputs
-        # blocks holding the same rows of one array (a load's event and its record) keep one copy
-
-        def pick(rows: Any, picked: np.ndarray) -> Any:
-            if isinstance(rows, np.ndarray) and not inputs(rows):
-                return self._copy_once(rows, picked)
-            return _picked_rows(rows, picked, inputs)
-
+        inputs, copy = self._holds_inputs, self._copy_once  # one copy of rows blocks share
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
                 if isinstance(made.summaries, DeferredSummaries):
                     made.summaries.settle()  # from the values of every row, before most go
-                made.values, made.value_rows = pick(made.values, picked), index
+                made.values, made.value_rows = _picked_rows(made.values, picked, inputs, copy), index
             else:
-                made.mask = pick(made.mask, picked)
-                made.indices = pick(made.indices, picked)
-                made.values = pick(made.values, picked)
-                made.before = pick(made.before, picked)
+                made.mask = _picked_rows(made.mask, picked, inputs, copy)
+                made.indices = _picked_rows(made.indices, picked, inputs, copy)
+                made.values = _picked_rows(made.values, picked, inputs, copy)
+                made.before = _picked_rows(made.before, picked, inputs, copy)
                 made.kept_rows = index
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
@@ -633,24 +627,24 @@ class BatchRecorder(MaskedLoops, Recorder):
                     self._hold_whole(whole, extra)
                 rows.flags.writeable = False
                 return kept
-        return self._copy_once(rows, index, wanted)
+        return self._copy(rows, index, wanted)
 
     def _wanted(self, rows: np.ndarray, index: np.ndarray | None) -> Rows | None:
         """Which rows of an operation's value rows (`index` of) `rows` are (see RowCopies); None
         for memory of the launch's arguments, which stores change."""
         return None if holds_copy(rows) else self._copies.rows_of(rows, index)
 
-    def _copy_once(self, rows: np.ndarray, index: np.ndarray | None, wanted: Any = False) -> np.ndarray:
+    def _copy_once(self, rows: np.ndarray, index: np.ndarray | None) -> np.ndarray:
         """A read-only copy of `rows` (rows `index` of it), or the one made before while a block
         holds it: a load's event and its statement's record, a store's event and its value's
         record, keep one copy between them (the budget may cut programs between the two: then
-        each keeps its own until the batch's end cuts both down to the same rows). `wanted`:
-        what `_wanted` gave, if asked already."""
-        if wanted is False:
-            wanted = self._wanted(rows, index)
-            found = None if wanted is None else self._copies.find(wanted)
-            if found is not None:
-                return found
+        each keeps its own until the batch's end cuts both down to the same rows)."""
+        wanted = self._wanted(rows, index)
+        found = None if wanted is None else self._copies.find(wanted)
+        return self._copy(rows, index, wanted) if found is None else found
+
+    def _copy(self, rows: np.ndarray, index: np.ndarray | None, wanted: Rows | None) -> np.ndarray:
+        """A new read-only copy of `rows` (rows `index` of it), remembered as `wanted` (None: not)."""
         made = np.array(rows if index is None else rows[index], copy=True)
         made.flags.writeable = False  # shared by the blocks that ask for it
         if wanted is not None:
@@ -773,8 +767,13 @@ def _rows_kept(
     return index[chosen], new, gone
 
 
-def _picked_rows(rows: Any, at: np.ndarray, inputs: Callable[[np.ndarray], bool]) -> Any:
-    """Copies of rows `at` of a block's array (a TileRows stays one; rows of the launch's
+def _picked_rows(
+    rows: Any,
+    at: np.ndarray,
+    inputs: Callable[[np.ndarray], bool],
+    copy: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> Any:
+    """Rows `at` of a block's array, by `copy` (a TileRows stays one; rows of the launch's
     inputs, which `inputs` tells, are views where they can be)."""
     if rows is None:
         return None
@@ -782,7 +781,7 @@ def _picked_rows(rows: Any, at: np.ndarray, inputs: Callable[[np.ndarray], bool]
         return TileRows(rows.shift[at], rows.lanes, rows.shape[1:])
     if inputs(rows):
         return _rows_at(rows, at)
-    return _copied_rows(rows, at)
+    return copy(rows, at)
 
 
 def _rows_at(rows: np.ndarray, at: np.ndarray | None) -> np.ndarray:
@@ -798,11 +797,3 @@ def _copied_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
     picked = np.array(rows[at], copy=True)
     picked.flags.writeable = False  # a record
     return picked
-
-
-def _whole(rows: np.ndarray) -> np.ndarray:
-    """The array `rows` is a view of (itself if none)."""
-    base = rows
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    return base

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kernel_nb.engine.memory import base_array
+
 _PRUNE_EVERY = 1024  # copies made between sweeps of those no block holds any more
 
 
@@ -52,7 +54,7 @@ class RowCopies:
     def rows_of(self, rows: np.ndarray, index: np.ndarray | None) -> Rows | None:
         """Which rows (`index` of) `rows` shows, in the array an operation made (None: rows of
         memory that may change, or not one after the other)."""
-        whole = _whole(rows)
+        whole = base_array(rows)
         if whole.base is not None or not whole.flags.owndata or not rows.ndim or rows.strides[0] <= 0:
             return None
         step = rows.strides[0]
@@ -96,10 +98,3 @@ class RowCopies:
         number = next(self._numbers)
         self._sources[key] = (number, weakref.ref(array, lambda _: self._sources.pop(key, None)))
         return number
-
-
-def _whole(rows: np.ndarray) -> np.ndarray:
-    base = rows
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    return base
