@@ -9,7 +9,7 @@ import pytest
 import kernel_nb
 from bench import memory_kernels as mk
 from kernel_nb.errors import LaunchInterrupted
-from kernel_nb.trace import Aggregate
+from kernel_nb.trace import Aggregate, DeferredSummaries, Summary
 from kernel_nb.trace.aggregates import held_bytes
 from tests.engine import kernels as k
 
@@ -128,3 +128,24 @@ def test_summaries_equal_the_serial_ones_where_the_budget_keeps_some_programs_of
         assert got == [(r.stmt, r.summary) for r in serial.programs[pid].records], pid
     [x_record] = batched.records(19, name="x")
     assert (x_record.summary.nan, x_record.summary.inf) == (2, 1)
+
+
+def test_summaries_of_loaded_inputs_wait_until_read_in_programs_the_budget_cuts(strategy):
+    # a load's tile is a view of the launch's read-only inputs, which replays keep anyway: its
+    # summaries need not be made while the launch runs, kept or not
+    if strategy == "serial":
+        pytest.skip("the batched strategy's summary columns")
+    trace = _launch(budget_bytes=0)
+    launch = trace[0]
+    assert launch.strategy == "batched"
+    program = launch.programs[(40, 0, 0)]
+    assert not program.kept
+    waiting = [
+        b.stmt
+        for b in program.records.blocks
+        if isinstance(b.summaries, DeferredSummaries) and b.summaries._columns is None
+    ]
+    names = {s.name for i, s in enumerate(launch.statements) if i in waiting}
+    assert {"x", "y"} <= names
+    [x_record] = launch.records(40, name="x")
+    assert x_record.summary == Summary.of(np.arange(40 * BLOCK, 41 * BLOCK, dtype=np.float32))

@@ -265,7 +265,11 @@ class BatchRecorder(MaskedLoops, Recorder):
         else:
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
-            if value_rows is None:
+            if (values is None or value_rows is not None) and self._holds_inputs(rows):
+                # the launch's inputs stay as they are for its replays: every row's values are at
+                # hand later, kept or not, so none is summarised before someone looks
+                summaries = self._summaries(rows, rows)
+            elif value_rows is None:
                 summaries = self._summaries(rows, values)
             else:
                 summaries = self._partly_kept_summaries(rows, values, value_rows)
@@ -645,7 +649,7 @@ class BatchRecorder(MaskedLoops, Recorder):
 
     def _copy(self, rows: np.ndarray, index: np.ndarray | None, wanted: Rows | None) -> np.ndarray:
         """A new read-only copy of `rows` (rows `index` of it), remembered as `wanted` (None: not)."""
-        made = np.array(rows if index is None else rows[index], copy=True)
+        made = _copied(rows, index)
         made.flags.writeable = False  # shared by the blocks that ask for it
         if wanted is not None:
             self._copies.add(wanted, made)
@@ -794,6 +798,16 @@ def _rows_at(rows: np.ndarray, at: np.ndarray | None) -> np.ndarray:
 
 
 def _copied_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
-    picked = np.array(rows[at], copy=True)
+    picked = _copied(rows, at)
     picked.flags.writeable = False  # a record
     return picked
+
+
+def _copied(rows: np.ndarray, at: np.ndarray | None) -> np.ndarray:
+    """A new array of rows `at` (None: all) of `rows`: one pass over them (indexing by an array
+    makes a new array already; rows that follow each other copy faster as a slice)."""
+    if at is None:
+        return np.array(rows, copy=True)
+    if at.size and int(at[-1]) - int(at[0]) + 1 == at.size:
+        return np.array(rows[int(at[0]) : int(at[-1]) + 1], copy=True)
+    return rows[at]
