@@ -559,20 +559,23 @@ class BatchRecorder(MaskedLoops, Recorder):
             return  # no block can have lost enough rows
         plans: list[tuple[RecordBlock | EventBlock, tuple[np.ndarray, np.ndarray, int]]] = []
         freed = 0
+        # what the copies free, in bytes the arrays really hold: a pointer tile's rows hold a
+        # shift each, and an array that a load's event and its record share goes once
+        counted: set[int] = set()
         for block in self.record_blocks:
             if not (ended or block.iteration):
                 continue
             plan = _rows_kept(block.value_rows, keep, block.values, share)
             if plan is not None:
-                freed += plan[2] * block.row_bytes()
+                freed += plan[2] * self._row_bytes_held(block.values, counted)
                 plans.append((block, plan))
         for event in self.event_blocks if ended or self.iteration else ():
             plan = _rows_kept(event.kept_rows, keep, event.mask, share)
             if plan is not None:
-                row_bytes = event.row_bytes()
-                freed += plan[2] * int(np.max(row_bytes) if isinstance(row_bytes, np.ndarray) else row_bytes)
+                arrays = (event.mask, event.indices, event.values, event.before)
+                freed += plan[2] * sum(self._row_bytes_held(a, counted) for a in arrays)
                 plans.append((event, plan))
-        if not freed or (freed < self.budget // 8 and not ended):
+        if not plans or (freed < self.budget // 8 and not ended):
             return
         if not ended:
             self._rows_held = kept
@@ -588,6 +591,19 @@ class BatchRecorder(MaskedLoops, Recorder):
                 made.values = _picked_rows(made.values, picked, inputs, copy)
                 made.before = _picked_rows(made.before, picked, inputs, copy)
                 made.kept_rows = index
+
+    def _row_bytes_held(self, rows: Any, counted: set[int]) -> int:
+        """Bytes a row of a block's array holds, where no array `counted` holds them (then
+        counted); none for the launch's inputs, which stay."""
+        if isinstance(rows, TileRows):
+            return int(rows.shift.itemsize)
+        if not isinstance(rows, np.ndarray) or not len(rows) or self._holds_inputs(rows):
+            return 0
+        key = id(_whole(rows))
+        if key in counted:
+            return 0
+        counted.add(key)
+        return int(rows[0].nbytes)
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
