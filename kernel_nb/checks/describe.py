@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_nb.distinct import distinct
 from kernel_nb.trace.coordinates import Layout, blocks_text
 
 
@@ -17,7 +18,7 @@ def describe(elements: np.ndarray, limit: int = 6) -> str:
 
 def ranges(elements: np.ndarray) -> str:
     """Contiguous runs as "[lo, hi)" pieces: "[500, 512)" or "[0, 4), [8, 12) and 3 more runs"."""
-    flat = np.unique(np.asarray(elements).reshape(-1))
+    flat = distinct(np.asarray(elements).reshape(-1))
     if flat.size == 0:
         return "[]"
     breaks = np.flatnonzero(np.diff(flat) != 1)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from kernel_nb.compare.tolerance import default_tolerance
+from kernel_nb.distinct import distinct
 from kernel_nb.numerics import is_float
 from kernel_nb.trace import ULP_EDGES, BufferComparison, Pid, Tolerance
 
@@ -325,7 +326,7 @@ def compare_buffer(
     writers: list[tuple[Pid | None, int]] = []
     writer_of = _resolve(last_writer) if positions.size else None
     if writer_of is not None:
-        ids, counts = np.unique(np.asarray(writer_of)[positions], return_counts=True)
+        ids, counts = distinct(np.asarray(writer_of)[positions], return_counts=True)
         order = np.argsort(-counts, kind="stable")
         for i in order[:MAX_WRITERS]:
             linear = int(ids[i])

@@ -15,6 +15,7 @@ import itertools
 
 import numpy as np
 
+from kernel_nb.distinct import distinct
 from kernel_nb.engine.args import BufferArg
 from kernel_nb.engine.memory import WINDOW_BITS, WINDOWS_START, Memory
 
@@ -100,7 +101,7 @@ class AddressMap:
             return [(arg, (a.astype(np.int64) - arg.ptr) // arg.itemsize, np.arange(a.size))]
         windows = self.windows(a)
         owner = np.full(a.size, -1, np.int64)  # index into self.arguments
-        for window in np.unique(windows[windows >= 0]).tolist():
+        for window in distinct(windows[windows >= 0]).tolist():
             here = np.flatnonzero(windows == window)
             found = np.full(here.size, -1, np.int64)
             members = self._members[window]
@@ -164,7 +165,7 @@ class AddressMap:
             return np.ones(a.shape, dtype=bool)
         w = self.windows(a)
         out = np.zeros(a.shape, dtype=bool)
-        for window in np.unique(w[w >= 0]).tolist():
+        for window in distinct(w[w >= 0]).tolist():
             memory = self.memories[window]
             assert memory is not None
             here = w == window

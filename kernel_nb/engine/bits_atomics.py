@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb import numerics
+from kernel_nb.distinct import distinct
 from kernel_nb.engine import triton_compat
 
 _FLOAT_RMW: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -42,7 +43,7 @@ def with_bits_types(native: Any) -> Any:
         flat_values, flat_old = values.reshape(-1), old.reshape(-1)
         # lanes on one element are applied one after another: round r takes each element's r-th lane
         lanes = np.flatnonzero(flat_active)
-        _, counts = np.unique(flat_addresses[lanes], return_counts=True)
+        _, counts = distinct(flat_addresses[lanes], return_counts=True)
         order = lanes[np.argsort(flat_addresses[lanes], kind="stable")]
         starts = np.repeat(np.cumsum(counts) - counts, counts)
         rank = np.arange(order.size) - starts

@@ -27,6 +27,7 @@ import numpy as np
 from kernel_nb import numerics
 from kernel_nb.checks.describe import describe
 from kernel_nb.checks.observations import MAX_ELEMENTS
+from kernel_nb.distinct import distinct
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.args import BoundArguments
 from kernel_nb.engine.guard import MemoryGuard
@@ -241,7 +242,7 @@ class _FillingGuard(MemoryGuard):
             return
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         windows = self.addresses.windows(lanes)
-        for window in np.unique(windows[windows >= 0]).tolist():
+        for window in distinct(windows[windows >= 0]).tolist():
             memory = self.addresses.memories[window]
             assert memory is not None
             mine = lanes[windows == window]

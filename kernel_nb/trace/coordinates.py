@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernel_nb.distinct import distinct
 from kernel_nb.trace.launch import Launch
 
 MAX_BLOCKS = 3  # blocks written out in a text; the rest are counted
@@ -87,10 +88,15 @@ def blocks(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A set of (n, ndim) indices as boxes: each box's first indices and its ends (exclusive),
     ordered by their first indices. Runs along the last axis are joined first, then boxes that
     differ in one axis only and touch along it, axis by axis towards the first."""
-    lo = _distinct(np.asarray(index, dtype=np.int64).reshape(len(index), -1))
+    index = np.asarray(index, dtype=np.int64).reshape(len(index), -1)
+    runs = _runs(index)
+    if runs is None:
+        lo = _distinct(index)
+        hi = lo + 1
+    else:
+        lo, hi = runs
     if len(lo) == 0:
         return lo, lo
-    hi = lo + 1
     for axis in reversed(range(lo.shape[1])):
         others = [a for a in range(lo.shape[1]) if a != axis]
         keys = [lo[:, a] for a in others] + [hi[:, a] for a in others] + [lo[:, axis]]
@@ -110,6 +116,35 @@ def blocks(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo[order], hi[order]
 
 
+def _runs(index: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The set of (n, ndim) indices as its runs along the last axis, in lexicographic order: each
+    run's first indices and its ends (exclusive), found on a table of the set's bounding box
+    (None: the box is too large against the set for one). A million indices take milliseconds,
+    where sorting them took a third of a second."""
+    if len(index) == 0 or index.shape[1] == 0:
+        return None
+    low = index.min(axis=0)
+    extent = tuple(int(e) for e in index.max(axis=0) - low + 1)
+    if float(np.prod(np.array(extent, np.float64))) > 8 * len(index) + (1 << 16):
+        return None
+    # a row per place along the other axes, padded by an empty column on each side
+    table = np.zeros((int(np.prod(extent[:-1])), extent[-1] + 2), np.int8)
+    rel = index - low
+    rows = np.ravel_multi_index(tuple(rel[:, :-1].T), extent[:-1]) if len(extent) > 1 else 0
+    table[rows, rel[:, -1] + 1] = 1
+    step = np.diff(table, axis=1)
+    row, first = np.nonzero(step == 1)  # row-major: the n-th start and the n-th end are one run's
+    _, end = np.nonzero(step == -1)
+    lead = (
+        np.stack(np.unravel_index(row, extent[:-1]), axis=1)
+        if len(extent) > 1
+        else np.zeros((row.size, 0), np.int64)
+    )
+    lo = np.concatenate([lead, first[:, None]], axis=1) + low
+    hi = np.concatenate([lead + 1, end[:, None]], axis=1) + low
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
 def _distinct(index: np.ndarray) -> np.ndarray:
     """The distinct rows of (n, ndim) indices in lexicographic order; through one integer per row
     where their bounding box allows (np.unique over rows sorts far more slowly)."""
@@ -119,7 +154,7 @@ def _distinct(index: np.ndarray) -> np.ndarray:
     extent = index.max(axis=0) - low + 1
     if float(np.prod(extent.astype(np.float64))) >= 2.0**62:
         return np.unique(index, axis=0)
-    keys = np.unique(np.ravel_multi_index(tuple((index - low).T), tuple(int(e) for e in extent)))
+    keys = distinct(np.ravel_multi_index(tuple((index - low).T), tuple(int(e) for e in extent)))
     return np.stack(np.unravel_index(keys, tuple(int(e) for e in extent)), axis=1).astype(np.int64) + low
 
 
@@ -149,13 +184,13 @@ def _strided(index: np.ndarray) -> list[str] | None:
     axes, one of them spaced more than one apart (None: it is not)."""
     if len(index) < 2:
         return None
-    values = [np.unique(index[:, axis]) for axis in range(index.shape[1])]
+    values = [distinct(index[:, axis]) for axis in range(index.shape[1])]
     steps = [int(v[1] - v[0]) if v.size > 1 else 1 for v in values]
     if all(step == 1 for step in steps) or any(
         v.size > 1 and (np.diff(v) != step).any() for v, step in zip(values, steps)
     ):
         return None
-    if int(np.prod([v.size for v in values])) != len(np.unique(index, axis=0)):
+    if int(np.prod([v.size for v in values])) != len(_distinct(index)):
         return None
     return [
         _axis(int(v[0]), int(v[-1]) + 1) if step == 1 else f"{int(v[0])}:{int(v[-1]) + 1}:{step}"

@@ -9,6 +9,7 @@ ALLOWED = (
     "kernel_nb.compare",
     "kernel_nb.trace",
     "kernel_nb.numerics",
+    "kernel_nb.distinct",
     "kernel_nb.options",
     "kernel_nb.errors",
 )

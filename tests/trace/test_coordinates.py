@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from kernel_nb.trace import coordinates
 from kernel_nb.trace.coordinates import Layout, blocks_text
 
 
@@ -50,3 +51,32 @@ def test_an_axis_of_one_element_takes_no_offset_from_an_axis_of_the_same_stride(
     assert Layout((1, 64), (1, 1)).text("x", np.arange(4, 8)) == "x[0, 4:8]"  # as torch may give it
     assert Layout((1, 64), (0, 1)).text("x", np.arange(4, 8)) == "x[0, 4:8]"  # np.broadcast_to
     assert Layout((1, 64), (64, 1)).text("x", np.array([100])) == "x[1, 36]"  # past the one row
+
+
+def test_blocks_from_a_table_of_the_bounding_box_equal_those_from_sorted_indices(monkeypatch):
+    # runs along the last axis come from a table where the set fills enough of its box; the
+    # boxes must be the ones the sort-based joining finds, duplicates and negative indices too
+    rng = np.random.default_rng(7)
+    found = []
+    for _ in range(400):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(e) for e in rng.integers(1, 9, ndim))
+        index = np.argwhere(rng.random(shape) < rng.random()) + rng.integers(-3, 4, ndim)
+        if not len(index):
+            continue
+        if rng.random() < 0.3:
+            index = np.concatenate([index, index[: len(index) // 2]])
+        rng.shuffle(index)
+        found.append((index, coordinates.blocks(index)))
+    monkeypatch.setattr(coordinates, "_runs", lambda index: None)
+    for index, (lo, hi) in found:
+        sorted_lo, sorted_hi = coordinates.blocks(index)
+        np.testing.assert_array_equal(lo, sorted_lo)
+        np.testing.assert_array_equal(hi, sorted_hi)
+    assert len(found) > 300
+
+
+def test_a_million_elements_read_as_their_boxes():
+    unwritten = np.ones((1024, 1024), bool)
+    unwritten[:64, :64] = False  # the one program of a 1x1 grid wrote its tile
+    assert blocks_text("c", np.argwhere(unwritten)) == "c[0:64, 64:1024], c[64:1024, 0:1024]"

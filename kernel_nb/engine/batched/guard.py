@@ -17,6 +17,7 @@ import numpy as np
 
 from kernel_nb.checks import Observations, Site, uninitialised
 from kernel_nb.checks.state import AccessState
+from kernel_nb.distinct import distinct
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.access import Access, view_of
@@ -490,7 +491,7 @@ class BatchGuard(MemoryGuard):
             initialised = self.state.initialised.get(arg.name)
             if initialised is not None and self.observations is not None:
                 fresh = ~initialised[index]
-                for r in np.unique(rows[fresh]):
+                for r in distinct(rows[fresh]):
                     uninitialised.read(
                         self.observations,
                         self._row_site(int(r)),

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kernel_nb.distinct import distinct
 from kernel_nb.trace import BufferMap
 
 _BIG = np.iinfo(np.int64).max
@@ -307,7 +308,7 @@ class IntervalBook:
                     self._counts[key] = np.zeros(side.size, _count_dtype(len(self.linear)))
                 side.counts = self._counts[key]
             counts = side.counts
-            shifts, rows = np.unique(shape.shift[live], return_counts=True)
+            shifts, rows = distinct(shape.shift[live], return_counts=True)
             if flat_active is None and shifts.size <= 64:
                 # rows are one tile at a few shifts: add each shift's rows to its tile's elements
                 for shift, times in zip(shifts.tolist(), rows.tolist()):
@@ -385,7 +386,7 @@ class TileShape:
         """Whether any of `rows` touches an element here that it touched in `before`; `known`
         keeps the answer per step for lanes seen again (a loop's tiles have equal lanes, made
         anew by each access)."""
-        for step in np.unique(before.shift[rows] - self.shift[rows]).tolist():
+        for step in distinct(before.shift[rows] - self.shift[rows]).tolist():
             key = (self.digest, before.digest, step)
             seen = None if known is None else known.get(key)
             if (

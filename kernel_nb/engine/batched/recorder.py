@@ -562,15 +562,26 @@ class BatchRecorder(MaskedLoops, Recorder):
         # what the copies free, in bytes the arrays really hold: a pointer tile's rows hold a
         # shift each, and an array that a load's event and its record share goes once
         counted: set[int] = set()
+        # blocks of one iteration share their row map: each map is planned once
+        planned: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, int] | None] = {}
+
+        def plan_for(index: np.ndarray | None, rows: Any) -> tuple[np.ndarray, np.ndarray, int] | None:
+            if not isinstance(rows, (np.ndarray, TileRows)) or not len(rows):
+                return None
+            key = (id(index), len(rows))
+            if key not in planned:
+                planned[key] = _rows_kept(index, keep, rows, share)
+            return planned[key]
+
         for block in self.record_blocks:
             if not (ended or block.iteration):
                 continue
-            plan = _rows_kept(block.value_rows, keep, block.values, share)
+            plan = plan_for(block.value_rows, block.values)
             if plan is not None:
                 freed += plan[2] * self._row_bytes_held(block.values, counted)
                 plans.append((block, plan))
         for event in self.event_blocks if ended or self.iteration else ():
-            plan = _rows_kept(event.kept_rows, keep, event.mask, share)
+            plan = plan_for(event.kept_rows, event.mask)
             if plan is not None:
                 arrays = (event.mask, event.indices, event.values, event.before)
                 freed += plan[2] * sum(self._row_bytes_held(a, counted) for a in arrays)
@@ -597,13 +608,13 @@ class BatchRecorder(MaskedLoops, Recorder):
         counted); none for the launch's inputs, which stay."""
         if isinstance(rows, TileRows):
             return int(rows.shift.itemsize)
-        if not isinstance(rows, np.ndarray) or not len(rows) or self._holds_inputs(rows):
+        if not isinstance(rows, np.ndarray) or not len(rows):
             return 0
         key = id(_whole(rows))
         if key in counted:
             return 0
         counted.add(key)
-        return int(rows[0].nbytes)
+        return 0 if self._holds_inputs(rows) else int(rows[0].nbytes)
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
