@@ -144,6 +144,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
         self._rows_held = len(pids)  # the most rows a loop's block holds (see _let_go_of_cut_rows)
         self._held_kept_cache: tuple[Any, Any, np.ndarray | None, np.ndarray] | None = None
+        self._row_map_cache: tuple[np.ndarray, np.ndarray | None] | None = None
 
     @property
     def width(self) -> int:
@@ -710,8 +711,17 @@ class BatchRecorder(MaskedLoops, Recorder):
         """Row → index in `kept_rows` copies (-1: not kept); None when every row is kept."""
         if self.at is not None:
             return self._held_kept()[1]
+        if running is None:  # the blocks recorded between two budget cuts share one map
+            cached = self._row_map_cache
+            if cached is not None and cached[0] is self._kept_programs:
+                return cached[1]
         index = self.kept_positions(running)
-        return None if index is None else self._row_map(index)
+        row_map = None if index is None else self._row_map(index)
+        if running is None:
+            if row_map is not None:
+                row_map.flags.writeable = False
+            self._row_map_cache = (self._kept_programs, row_map)
+        return row_map
 
     def _row_map(self, rows: np.ndarray) -> np.ndarray:
         """Batch row → its place among `rows` (-1: not among them)."""
