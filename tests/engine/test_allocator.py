@@ -98,3 +98,25 @@ def test_a_launch_makes_its_arrays_without_huge_page_advice_and_puts_it_back():
         assert advise(True) is True  # back on after
     finally:
         advise(was)
+
+
+COPY_FAULTS = """
+import resource
+from kernel_nb.engine import allocator
+
+faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+block = allocator.small_pages(32 << 20)  # fresh memory: above glibc's mmap threshold
+before = faults()
+block[...] = 1
+print(faults() - before, allocator._CAN_POPULATE)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MADV_POPULATE_WRITE is Linux's")
+def test_a_copy_s_pages_are_resident_before_it_is_written():
+    # one call makes the block resident: writing the copy then takes no fault per page
+    out = subprocess.run([sys.executable, "-c", COPY_FAULTS], capture_output=True, text=True, check=True)
+    faults, can = out.stdout.split()
+    if can != "True":
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+    assert int(faults) < 64  # of 8192 pages
