@@ -43,16 +43,12 @@ RETAINED_BYTES = 256 << 20  # free heap memory a running launch keeps for its ne
 def _glibc() -> Any | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt, trim = libc.mallopt, libc.malloc_trim
+        mallopt, trim, madvise = libc.mallopt, libc.malloc_trim, libc.madvise
     except (OSError, AttributeError):  # not glibc: musl, macOS, Windows
         return None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    if hasattr(libc, "madvise"):
-        libc.madvise.argtypes, libc.madvise.restype = (
-            [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int],
-            ctypes.c_int,
-        )
+    madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
     return libc
 
 
@@ -61,7 +57,7 @@ _LIBC = _glibc()
 _MADV_POPULATE_WRITE = 23  # asm-generic/mman-common.h
 _PAGE = 4096
 _POPULATE_FROM = 1 << 20  # smaller blocks mostly reuse resident heap memory
-_CAN_POPULATE = _LIBC is not None and hasattr(_LIBC, "madvise")
+_CAN_POPULATE = _LIBC is not None  # until a kernel refuses it
 
 # numpy's switch for its huge-page advice (private; absent in some builds: then nothing to switch)
 _HUGE_PAGE_ADVICE = getattr(getattr(np, "_core", getattr(np, "core", None)), "multiarray", None)

@@ -266,7 +266,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         else:
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
-            if (values is None or value_rows is not None) and self._holds_inputs(rows):
+            if self._holds_inputs(rows):
                 # the launch's inputs stay as they are for its replays: every row's values are at
                 # hand later, kept or not, so none is summarised before someone looks
                 summaries = self._summaries(rows, rows)
