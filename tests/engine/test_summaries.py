@@ -5,6 +5,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 
 import kernel_nb
 from bench import memory_kernels as mk
@@ -149,3 +151,73 @@ def test_summaries_of_loaded_inputs_wait_until_read_in_programs_the_budget_cuts(
     assert {"x", "y"} <= names
     [x_record] = launch.records(40, name="x")
     assert x_record.summary == Summary.of(np.arange(40 * BLOCK, 41 * BLOCK, dtype=np.float32))
+
+
+@triton.jit
+def _ragged_rows(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, pid + 1):  # each program runs as many iterations as its id and one
+        acc += tl.load(x_ptr + i * BLOCK + lanes) * 2.0
+    tl.store(out_ptr + pid * BLOCK + lanes, acc)
+
+
+def test_loop_summaries_equal_the_serial_ones_where_the_budget_cuts_inside_the_batch(strategy):
+    # a loop whose programs run different trip counts (its iterations hold the programs still
+    # running), with NaN and Inf, where the budget keeps the first programs of the batch only
+    if strategy == "serial":
+        pytest.skip("compares the strategies itself")
+    programs, block = 48, 256
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(programs * block, dtype=np.float32)
+    x[3 * block + 7], x[3 * block + 9], x[40 * block] = np.nan, np.inf, -np.inf
+    launches = {}
+    for strategy in ("auto", "serial"):
+        out = np.zeros_like(x)
+        with kernel_nb.interpret(budget_bytes=200_000, strategy=strategy) as session:
+            _ragged_rows[(programs,)](x, out, BLOCK=block)
+        np.testing.assert_array_equal(
+            out, np.cumsum(x.reshape(programs, block) * 2, axis=0, dtype=np.float32).reshape(-1)
+        )
+        launches[strategy] = session.trace[0]
+    batched, serial = launches["auto"], launches["serial"]
+    assert batched.strategy == "batched"
+    kept = [pid for pid, p in batched.programs.items() if p.kept]
+    assert 3 < len(kept) < programs // 2
+    assert kept == [pid for pid, p in serial.programs.items() if p.kept]
+    for pid in serial.programs:
+        got = [(r.stmt, r.iteration, r.summary) for r in batched.programs[pid].records]
+        assert got == [(r.stmt, r.iteration, r.summary) for r in serial.programs[pid].records], pid
+    acc = [r.summary for r in batched.records(5, name="acc")]
+    assert (acc[-1].nan, acc[-1].inf) == (1, 1)
+
+
+def test_summaries_of_integer_tiles_equal_the_serial_ones_near_the_top_of_int32(strategy):
+    # `pid * BLOCK + tl.arange` is summarised from its tile form, not lane by lane: the same
+    # summaries as the serial strategy's, where int32 offsets reach 2**31 - 1
+    if strategy == "serial":
+        pytest.skip("compares the strategies itself")
+    block = 1 << 12
+    programs = 24
+    start = (1 << 31) - programs * block
+    launches = {}
+    for strategy in ("auto", "serial"):
+        out = np.zeros(programs * block, np.int32)
+        with kernel_nb.interpret(strategy=strategy) as session:
+            _offsets_from[(programs,)](out, start, BLOCK=block)
+        np.testing.assert_array_equal(out, np.arange(start, 1 << 31, dtype=np.int64).astype(np.int32))
+        launches[strategy] = session.trace[0]
+    batched, serial = launches["auto"], launches["serial"]
+    assert batched.strategy == "batched"
+    for pid in serial.programs:
+        got = [(r.stmt, r.summary) for r in batched.programs[pid].records]
+        assert got == [(r.stmt, r.summary) for r in serial.programs[pid].records], pid
+    [last] = batched.records(programs - 1, name="offsets")
+    assert (last.summary.min, last.summary.max) == ((1 << 31) - block, (1 << 31) - 1)
+
+
+@triton.jit
+def _offsets_from(out_ptr, start, BLOCK: tl.constexpr):
+    offsets = start + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), offsets)
