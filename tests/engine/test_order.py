@@ -108,6 +108,28 @@ def test_the_working_set_sizes_the_batches(monkeypatch):
     assert [size for size, _ in finished] == [n // block]  # the default working set holds them all
 
 
+def test_a_pointer_tile_counts_in_the_working_set_as_what_it_holds(monkeypatch):
+    # a matmul's a_ptrs and b_ptrs walk their tiles as a base per program: counted as the
+    # 8-byte addresses of every lane they stand for, the 16 programs would not fit one batch
+    m, block = 256, 64
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((m, m), dtype=np.float32), rng.standard_normal((m, m), dtype=np.float32)
+    c = np.zeros((m, m), np.float32)
+    working_set = 3 << 20
+    finished = _finished_batches(monkeypatch)
+    with kernel_nb.interpret(strategy="auto", working_set_bytes=working_set) as session:
+        k.matmul_kernel[(m // block, m // block)](
+            a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=block, BLOCK_N=block, BLOCK_K=block
+        )
+    assert session.trace[0].strategy == "batched"
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    [(size, per_program)] = finished
+    addresses = 2 * 8 * block * block  # of a_ptrs and b_ptrs, had they been made
+    assert size == (m // block) ** 2
+    assert size * batched_recorder.WORKING_SET_FACTOR * (per_program + addresses) > working_set
+    assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set
+
+
 def test_a_loops_summaries_count_in_the_working_set(monkeypatch):
     from bench import memory_kernels as mk
 

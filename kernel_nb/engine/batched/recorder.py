@@ -189,11 +189,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         handle = value.handle
         affine = getattr(handle, AFFINE, None)
         if isinstance(handle, AffinePointers) and affine:
-            # counted as the addresses it stands for, without making them
             shape = handle._shape
             if affine.base.size == 1 or not shape or not shape[0]:
                 return  # one place for every program: shared
-            per_program = 8 * int(np.prod(shape[1:]))
+            # what it holds: a base per program, and its addresses only where something made them
+            # (an access out of tile form; the batched loads, stores and records never do)
+            per_program = 8 if handle._data is None else 8 * int(np.prod(shape[1:]))
         else:
             data = triton_compat.tensor_data(value)
             if not isinstance(data, np.ndarray) or not data.ndim or not data.shape[0] or not data.strides[0]:
@@ -352,7 +353,10 @@ class BatchRecorder(MaskedLoops, Recorder):
         if not (at.size and _deferrable(kept) and len(kept) == at.size):
             return SummaryColumns.of(np.ascontiguousarray(flat))
         others = np.flatnonzero(value_rows < 0)
-        rest = SummaryColumns.of(np.ascontiguousarray(flat[others]))
+        # the programs the budget cut follow the kept ones: mostly a view of their rows, not a copy
+        consecutive = others.size and int(others[-1]) - int(others[0]) + 1 == others.size
+        cut = flat[int(others[0]) : int(others[-1]) + 1] if consecutive else flat[others]
+        rest = SummaryColumns.of(np.ascontiguousarray(cut))
         return DeferredSummaries(kept.reshape(len(kept), -1), at, len(rows), rest=(rest, others))
 
     def _pointer_tile(self, value: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
