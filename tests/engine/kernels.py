@@ -413,3 +413,13 @@ def descriptor_scale_kernel(src_ptr, dst_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK
     row, col = tl.program_id(0) * BLOCK_M, tl.program_id(1) * BLOCK_N
     tile = src.load([row, col])
     dst.store([row, col], tile * 2.0)
+
+
+@triton.jit
+def transposed_tile_kernel(x_ptr, out_ptr, rows, COLS: tl.constexpr, BLOCK: tl.constexpr):
+    # a block of x's rows read down its columns (x^T, as attention reads K), rows past `rows` masked
+    r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    c = tl.arange(0, COLS)
+    t = tl.load(x_ptr + r[None, :] * COLS + c[:, None], mask=r[None, :] < rows, other=-1.0)
+    block = tl.program_id(0) * COLS * BLOCK + c[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    tl.store(out_ptr + block, t * 2.0)

@@ -56,6 +56,12 @@ SCENARIOS = {
     "flash_attention": (lambda: [f32(2, SEQ, D), f32(2, SEQ, D), f32(2, SEQ, D), np.zeros((2, SEQ, D), np.float32)],
                         lambda a: k.causal_attention_fwd[(SEQ // 16, 2)](*a, SEQ, 0.25, D=D, BLOCK_M=16, BLOCK_N=16),
                         "batched"),
+    # x^T tiles read as columns: masked lanes inside x (its last rows), or past its end
+    "transposed_tile": (lambda: [f32(80, 16), np.zeros(5 * 16 * 16, np.float32)],
+                        lambda a: k.transposed_tile_kernel[(5,)](*a, 70, COLS=16, BLOCK=16), "batched"),
+    "transposed_tile_past_the_end": (lambda: [f32(70, 16), np.zeros(5 * 16 * 16, np.float32)],
+                                     lambda a: k.transposed_tile_kernel[(5,)](*a, 70, COLS=16, BLOCK=16),
+                                     "batched"),
     "helper": (lambda: [f32(300), np.zeros(300, np.float32)],
                lambda a: k.helper_kernel[(3,)](*a, 300, 3.0, BLOCK=128), "batched"),
     "custom_reduce": (lambda: [f32(4, 64), np.zeros(4, np.float32)],
@@ -252,11 +258,11 @@ def test_loops_whose_trip_count_differs_run_as_one_batch(name, groups, monkeypat
     assert len(runs) == 1 + (groups if groups > 1 else 0)
 
 
-@pytest.mark.parametrize("name", ["vector_add", "softmax"])
+@pytest.mark.parametrize("name", ["vector_add", "softmax", "flash_attention"])
 def test_tiled_accesses_make_no_index_per_lane(name, monkeypatch):
     """Loads, stores, their bookkeeping and their records move whole runs of a tile (masked tails
-    included): a program offset plus tl.arange is known as such, so no (programs, lanes) index
-    array is made."""
+    included, and tiles read down their columns, as attention reads K transposed): a program
+    offset plus tl.arange is known as such, so no (programs, lanes) index array is made."""
     from kernel_nb.engine.batched import access as batched_access
 
     made = []

@@ -111,6 +111,13 @@ class Access:
                 if ordered is None:
                     return None
                 return TileShape(ordered, shift)
+        if self.direct and self.active is None:
+            # the programs a loop still runs, each at its place: every lane, from the tile form
+            tile = self.tile()
+            if tile is not None:
+                assert self.affine
+                ordered = self.affine.elements(self.arg.itemsize)[1]
+                return None if ordered is None else TileShape(ordered, tile[0])
         if self.rows is None:
             return TileShape.of(self.index(), self.active, live)
         shape = TileShape.of(self.index(), self.active, live[self.rows])
@@ -147,6 +154,7 @@ class Access:
                 shared = view[span].reshape(len(self.lo), -1)
                 shared.flags.writeable = False
                 return shared
+        picked: np.ndarray | None = None  # every lane of the rows held, gathered without an index
         runs = self.runs(view.size)
         if runs is not None:
             # whole runs at a time: no index per lane
@@ -159,21 +167,43 @@ class Access:
                 ends = starts[~inside][:, None] + np.arange(run)
                 picked[~inside] = view[np.clip(ends, 0, view.size - 1)]
             picked = picked.reshape(len(starts), -1)
+        else:
+            picked = self._transposed_gather(view)
         if self.rows is not None:
             full = np.zeros(self.addresses.shape, view.dtype).reshape(len(self.lo), -1)
             if fill is not None:
                 full[...] = np.broadcast_to(fill, self.addresses.shape).reshape(full.shape)
-            full[self.rows] = picked if runs is not None else view[self.index()]
+            full[self.rows] = picked if picked is not None else view[self.index()]
             return full
         if self.active is None:
-            return picked if runs is not None else view[self.index()]
+            return picked if picked is not None else view[self.index()]
         # a fresh array either way (fancy indexing copies): the masked lanes are filled in place
-        gathered = picked if runs is not None else view[np.where(self.active, self.index(), 0)]
+        gathered = picked if picked is not None else view[np.where(self.active, self.index(), 0)]
         if gathered.shape != self.active.shape:
             gathered = np.array(np.broadcast_to(gathered, self.active.shape))
         filler = np.zeros((), view.dtype) if fill is None else np.broadcast_to(fill, self.addresses.shape)
         np.copyto(gathered, filler.reshape(gathered.shape) if filler.ndim else filler, where=~self.active)
         return gathered
+
+    def _transposed_gather(self, view: np.ndarray) -> np.ndarray | None:
+        """view[index] for every lane of the rows held, where each row's 2-D block holds its
+        elements down the columns (a tile loaded transposed, as attention loads K): the columns
+        gathered as runs, then turned (None: no such form, or a run reaches past the map)."""
+        block = self.addresses.shape[1:]
+        tile = self.tile()
+        if tile is None or len(block) != 2:
+            return None
+        assert self.affine
+        found = self.affine.transposed_runs(self.arg.itemsize, (int(block[0]), int(block[1])))
+        if found is None:
+            return None
+        heads, run = found
+        shift = tile[0] if self.rows is None else tile[0][self.rows]
+        starts = shift[:, None] + heads[None, :]
+        if not ((starts >= 0) & (starts <= view.size - run)).all():
+            return None
+        columns = sliding_window_view(view, run)[starts]  # (rows, block[1], block[0])
+        return np.ascontiguousarray(columns.transpose(0, 2, 1)).reshape(len(starts), -1)
 
     def side_by_side(self, size: int) -> slice | None:
         """Where the rows' lanes are, in order, one stretch of consecutive elements of a map of

@@ -26,10 +26,11 @@ class Affine:
     lanes: np.ndarray  # int64 byte offset of every lane from `base`
     _elements: dict[int, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
     _runs: dict[int, tuple[np.ndarray, int] | None] = field(default_factory=dict)
+    _columns: dict[tuple[int, tuple[int, int]], tuple[np.ndarray, int] | None] = field(default_factory=dict)
 
     def moved(self, base: np.ndarray) -> Affine:
         """The same lanes at another base (their derived forms kept)."""
-        return Affine(base, self.lanes, self._elements, self._runs)
+        return Affine(base, self.lanes, self._elements, self._runs, self._columns)
 
     def runs(self, itemsize: int) -> tuple[np.ndarray, int] | None:
         """The lanes (in elements) as runs of consecutive elements of one length: each run's first
@@ -45,6 +46,22 @@ class Affine:
                     found = (np.ascontiguousarray(grid[:, 0]), run)
             self._runs[itemsize] = found
         return self._runs[itemsize]
+
+    def transposed_runs(self, itemsize: int, block: tuple[int, int]) -> tuple[np.ndarray, int] | None:
+        """Where the lanes of a 2-D `block` hold consecutive elements down each column (a tile read
+        transposed): each column's first element and the column's length (None: they do not, or
+        columns shorter than 8 lanes)."""
+        key = (itemsize, block)
+        if key not in self._columns:
+            lanes, _ = self.elements(itemsize)
+            found = None
+            rows, cols = block
+            if rows >= 8 and lanes.size == rows * cols:
+                grid = lanes.reshape(rows, cols)
+                if (grid - grid[:1] == np.arange(rows)[:, None]).all():
+                    found = (np.ascontiguousarray(grid[0]), rows)
+            self._columns[key] = found
+        return self._columns[key]
 
     def elements(self, itemsize: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The lanes in elements, and the same sorted if no two lanes share an element (else None)."""
