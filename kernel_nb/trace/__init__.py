@@ -17,7 +17,6 @@ from kernel_nb.trace.columns import (
     RecordBlock,
     Records,
     SummaryColumns,
-    TileRows,
     summary_rows,
 )
 from kernel_nb.trace.compare import (
@@ -49,6 +48,7 @@ from kernel_nb.trace.records import (
     Summary,
     as_pid,
 )
+from kernel_nb.trace.row_forms import GatheredRows, TileRows
 from kernel_nb.trace.statement_errors import StatementErrors
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "EventBlock",
     "Events",
     "Finding",
+    "GatheredRows",
     "Launch",
     "MemoryEvent",
     "Pid",

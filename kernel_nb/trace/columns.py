@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.trace.records import MemoryEvent, Record, Summary
+from kernel_nb.trace.row_forms import GatheredRows, TileRows
 
 
 @dataclass
@@ -120,28 +121,35 @@ class DeferredSummaries(SummaryColumns):
 
     def __init__(
         self,
-        rows: np.ndarray,
+        rows: np.ndarray | GatheredRows,
         at: np.ndarray | None = None,
         batch: int = 0,
         rest: tuple[SummaryColumns, np.ndarray] | None = None,
+        nonfinite: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """`rows`: (programs, lanes), one per row of the batch; or, with `at` (ascending), the
         rows `at` of a batch of `batch`, whose other rows made no record (see `placed`) or, with
         `rest`, have their columns made already: (columns, their rows), rows whose values are
-        not kept."""
-        self._rows: np.ndarray | None = rows
+        not kept. `rows` may stand in for the values (GatheredRows); `nonfinite`: what
+        `nonfinite()` gives, where known already."""
+        self._rows: np.ndarray | GatheredRows | None = rows
         self._at = at
         self._batch = batch
         self._rest = rest
         self._columns: SummaryColumns | None = None
-        self._nonfinite: tuple[np.ndarray, np.ndarray] | None = None
-        self.size = rows.shape[1]
+        self._nonfinite = nonfinite  # (known already: see `nonfinite`)
+        self.size = int(np.prod(rows.shape[1:]))
+
+    @property
+    def waiting(self) -> np.ndarray | GatheredRows | None:
+        """The rows whose summaries are still to be made (None: none)."""
+        return None if self._columns is not None else self._rows
 
     def settle(self) -> SummaryColumns:
         """The columns, made now if not yet; the rows are no longer held."""
         if self._columns is None:
             assert self._rows is not None
-            columns = SummaryColumns.of(self._rows)
+            columns = SummaryColumns.of(_made(self._rows))
             if self._at is not None:
                 columns = columns.placed(self._at, self._batch)
             if self._rest is not None:
@@ -175,8 +183,8 @@ class DeferredSummaries(SummaryColumns):
         if self._columns is not None:
             return self._columns.nonfinite()
         if self._nonfinite is None:
-            rows = self._rows
-            assert rows is not None
+            assert self._rows is not None
+            rows = _made(self._rows)
             has_nan, has_inf = np.zeros(len(rows), bool), np.zeros(len(rows), bool)
             if rows.dtype.kind == "f":
                 with np.errstate(all="ignore"):
@@ -230,32 +238,12 @@ def summary_rows(values: np.ndarray) -> list[Summary]:
     return [columns.row(r) for r in range(values.shape[0])]
 
 
-class TileRows:
-    """Rows of integer arrays that are one tile at a per-row shift: row i is `shift[i] + lanes`.
-
-    Stands in for the (rows, *shape) array it describes (pointer offsets and memory indices of a
-    tiled access), so that a batch keeps two small vectors instead of a value per lane; a row is
-    made when someone reads it.
-    """
-
-    def __init__(self, shift: np.ndarray, lanes: np.ndarray, shape: tuple[int, ...]) -> None:
-        self.shift = shift
-        self.lanes = lanes
-        self.shape = (len(shift), *shape)
-
-    def __len__(self) -> int:
-        return len(self.shift)
-
-    def __getitem__(self, row: int) -> np.ndarray:
-        return (self.lanes + self.shift[row]).reshape(self.shape[1:])
-
-    def row_nbytes(self) -> int:
-        """Bytes of one row once made (what the serial strategy keeps per program)."""
-        return int(self.lanes.size) * np.dtype(np.int64).itemsize
+def _made(rows: np.ndarray | GatheredRows) -> np.ndarray:
+    return rows.made() if isinstance(rows, GatheredRows) else rows
 
 
 def _row_nbytes(rows: Any) -> int:
-    if isinstance(rows, TileRows):
+    if isinstance(rows, (TileRows, GatheredRows)):
         return rows.row_nbytes()
     return int(rows[0].nbytes)
 
@@ -272,7 +260,7 @@ class RecordBlock:
     dtype: str
     shape: tuple[int, ...]
     summaries: SummaryColumns
-    values: np.ndarray | TileRows | None
+    values: np.ndarray | TileRows | GatheredRows | None
     pointer_args: list[str | None]
     value_rows: np.ndarray | None = None  # row → index in `values` (-1: not kept); None: all rows
     rows: np.ndarray | None = None  # which rows' programs ran the statement (None: all)
@@ -324,7 +312,7 @@ class EventBlock:
     hi: list[int]
     indices: np.ndarray | TileRows | None = None
     mask: np.ndarray | None = None
-    values: np.ndarray | None = None
+    values: np.ndarray | GatheredRows | None = None
     before: np.ndarray | None = None
     kept_rows: np.ndarray | None = None  # row → index in the arrays (-1: not kept); None: all rows
     rows: np.ndarray | None = None  # which rows' programs made the access (None: all)
@@ -362,7 +350,7 @@ class EventBlock:
 
     def row_bytes(self) -> np.ndarray | int:
         """Per row, bytes of its arrays when kept (rows with no active lane hold no indices)."""
-        held = sum(a[0].nbytes for a in (self.mask, self.values, self.before) if a is not None and len(a))
+        held = sum(_row_nbytes(a) for a in (self.mask, self.values, self.before) if a is not None and len(a))
         if self.indices is None or not len(self.indices):
             return held
         return held + np.where(np.asarray(self.active) > 0, _row_nbytes(self.indices), 0)

@@ -1,6 +1,7 @@
 """A launch's summaries stay within Options.summary_bytes: past it, per-statement aggregates."""
 
 import gc
+import pickle
 import tracemalloc
 
 import numpy as np
@@ -11,7 +12,7 @@ import triton.language as tl
 import kernel_nb
 from bench import memory_kernels as mk
 from kernel_nb.errors import LaunchInterrupted
-from kernel_nb.trace import Aggregate, DeferredSummaries, Summary
+from kernel_nb.trace import Aggregate, DeferredSummaries, GatheredRows, Summary
 from kernel_nb.trace.aggregates import held_bytes
 from tests.engine import kernels as k
 
@@ -221,3 +222,64 @@ def test_summaries_of_integer_tiles_equal_the_serial_ones_near_the_top_of_int32(
 def _offsets_from(out_ptr, start, BLOCK: tl.constexpr):
     offsets = start + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), offsets)
+
+
+def test_tiles_loaded_from_the_inputs_are_kept_as_their_places(strategy):
+    # matmul's a and b tiles are copies of the launch's read-only inputs: kept programs keep their
+    # places in the inputs, not copies, and every program's summaries wait until read; what a
+    # reader gets (values, summaries, events, the NaN a load brings in) is the serial strategy's
+    if strategy == "serial":
+        pytest.skip("compares the strategies itself")
+    m, block = 128, 32
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((m, m), dtype=np.float32), rng.standard_normal((m, m), dtype=np.float32)
+    a[70, 5] = np.nan
+    launches = {}
+    for run in ("auto", "serial"):
+        c = np.zeros((m, m), np.float32)
+        with kernel_nb.interpret(budget_bytes=300_000, strategy=run) as session:
+            k.matmul_kernel[(m // block, m // block)](
+                a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=block, BLOCK_N=block, BLOCK_K=block
+            )
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+        launches[run] = session.trace[0]
+    batched, serial = launches["auto"], launches["serial"]
+    assert batched.strategy == "batched"
+    kept = [pid for pid, p in batched.programs.items() if p.kept]
+    assert 0 < len(kept) < len(batched.programs)
+    assert kept == [pid for pid, p in serial.programs.items() if p.kept]
+    tiles = [
+        blk.summaries
+        for pid in (kept[0], (3, 3, 0))
+        for blk in batched.programs[pid].records.blocks
+        if isinstance(blk.values, GatheredRows)
+        or isinstance(getattr(blk.summaries, "waiting", None), GatheredRows)
+    ]
+    assert tiles and all(s.waiting is not None for s in tiles)  # none summarised yet
+    for pid, program in serial.programs.items():
+        for got, want in zip(batched.programs[pid].records, program.records, strict=True):
+            assert (got.stmt, got.iteration, got.summary) == (want.stmt, want.iteration, want.summary)
+            assert (got.value is None) == (want.value is None)
+            if want.value is not None:
+                np.testing.assert_array_equal(got.value, want.value)
+        for got, want in zip(batched.programs[pid].events, program.events, strict=True):
+            for field in ("values", "mask", "indices"):
+                mine, theirs = getattr(got, field), getattr(want, field)
+                assert (mine is None) == (theirs is None), field
+                if theirs is not None:
+                    np.testing.assert_array_equal(mine, theirs)
+    assert [(f.kind, f.pid, f.line, f.message) for f in batched.findings] == [
+        (f.kind, f.pid, f.line, f.message) for f in serial.findings
+    ]
+    assert [f.pid for f in batched.findings if f.kind == "nan_origin"] == [(2, 0, 0)]
+
+
+def test_gathered_rows_are_saved_as_the_values_they_stand_for():
+    source = np.arange(100, dtype=np.float32)
+    source.flags.writeable = False
+    rows = GatheredRows(source, np.array([0, 10, 50]), np.array([0, 1, 20, 21]), (2, 2))
+    np.testing.assert_array_equal(rows[1], [[10, 11], [30, 31]])
+    np.testing.assert_array_equal(rows.rows(np.array([2]))[0], [[50, 51], [70, 71]])
+    saved = pickle.loads(pickle.dumps(rows))
+    assert isinstance(saved, np.ndarray) and saved.shape == (3, 2, 2)
+    np.testing.assert_array_equal(saved, [rows[i] for i in range(3)])

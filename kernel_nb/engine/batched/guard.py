@@ -26,7 +26,7 @@ from kernel_nb.engine.batched.intervals import IntervalBook, NeedsPrecise, TileS
 from kernel_nb.engine.batched.recorder import BatchRecorder
 from kernel_nb.engine.batched.tiles import AFFINE, Addresses, AffinePointers, shape_of
 from kernel_nb.engine.guard import Locator, MemoryGuard, layout
-from kernel_nb.trace import EventBlock, Launch, MemoryEvent, TileRows
+from kernel_nb.trace import EventBlock, GatheredRows, Launch, MemoryEvent, TileRows
 
 _NO_ADDRESS = np.iinfo(np.uint64).max
 
@@ -267,15 +267,22 @@ class BatchGuard(MemoryGuard):
         dtype = triton_compat.pointer_element_np(ptrs)
         fill = None if other is None else other.data
         memory = access.arg.memory
-        if memory.lazy and self._shareable(access, dtype):
-            # the tiles are one stretch of the argument: from a copy filled read-only, which
-            # nothing changes, a view will do, kept as it is (see BatchRecorder.kept_rows). Else
-            # the gather copies anyway, and the memory stays where the caller has it
+        whole_tiles = access.active is None and access.rows is None and access.tile() is not None
+        if memory.lazy and (whole_tiles or self._shareable(access, dtype)):
+            # from a copy filled read-only, which nothing changes (the inputs the launch keeps
+            # when it ends, copied now): tiles that are one stretch of it are views of it, kept
+            # as they are, and other tiles are kept as their places in it (see
+            # BatchRecorder.kept_rows). Else the memory stays where the caller has it
             memory.freeze()
-        values = access.gather(view_of(access.arg, dtype), fill, share=memory.frozen)
-        return triton_compat.TensorHandle(
-            values.astype(dtype, copy=False).reshape(access.addresses.shape), ptrs.get_element_ty()
-        )
+        view = view_of(access.arg, dtype)
+        values = access.gather(view, fill, share=memory.frozen)
+        loaded = values.astype(dtype, copy=False).reshape(access.addresses.shape)
+        if memory.frozen and whole_tiles and not np.may_share_memory(values, view):
+            tile = access.tile()
+            assert tile is not None and access.affine is not None
+            lanes, _ = access.affine.elements(access.arg.itemsize)
+            self.recorder.note_gathered(loaded, GatheredRows(view, tile[0], lanes, loaded.shape[1:]))
+        return triton_compat.TensorHandle(loaded, ptrs.get_element_ty())
 
     @staticmethod
     def _shareable(access: Access, dtype: np.dtype) -> bool:

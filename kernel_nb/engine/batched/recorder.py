@@ -33,6 +33,7 @@ from kernel_nb.trace import (
     DeferredSummaries,
     EventBlock,
     Events,
+    GatheredRows,
     Pid,
     ProgramTrace,
     RecordBlock,
@@ -102,12 +103,16 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._summary_peak = 0
         self._kept_row_bytes = 0  # what a kept program's values took, by the last batch
         self._kept_only = False  # records being made are the kept programs' alone (see record_companions)
+        self._finite: dict[tuple[int, int, int], tuple[weakref.ref[np.ndarray], bool]] = {}
+        # loads' values that are tiles of the launch's inputs, by the array they are (note_gathered)
+        self._gathered: dict[int, tuple[weakref.ref[np.ndarray], GatheredRows]] = {}
 
     def begin_batch(self, pids: list[Pid], observations: Observations | None) -> None:
         """Start recording a batch; observations go to `observations` (None: none)."""
         self.batch = pids
         self.observations = observations
         self._copies = RowCopies()
+        self._gathered = {}  # loads' values that are tiles of the launch's inputs (note_gathered)
         self._summary_bytes = 0
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
@@ -258,7 +263,10 @@ class BatchRecorder(MaskedLoops, Recorder):
             if self.keep:
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
             positions = self.kept_positions()
-            if self._kept_only and positions is not None:  # made by the kept programs alone
+            gathered = None if self._kept_only else self._gathered_of(rows)
+            if gathered is not None:
+                summaries = self._gathered_summaries(rows, gathered, self.at, batch)
+            elif self._kept_only and positions is not None:  # made by the kept programs alone
                 summaries = self._summaries(rows[positions], values, self.at[positions], batch)
             else:
                 kept = values if positions is None else None
@@ -275,8 +283,11 @@ class BatchRecorder(MaskedLoops, Recorder):
             if self.keep:  # only the rows of programs that can be kept
                 values, value_rows = self.kept_rows(rows), self.kept_row_map()
             formed = _form_summaries(form, rows)
+            gathered = None if formed is not None else self._gathered_of(rows)
             if formed is not None:
                 summaries = formed
+            elif gathered is not None:
+                summaries = self._gathered_summaries(rows, gathered, None, batch)
             elif self._holds_inputs(rows):
                 # the launch's inputs stay as they are for its replays: every row's values are at
                 # hand later, kept or not, so none is summarised before someone looks
@@ -343,6 +354,36 @@ class BatchRecorder(MaskedLoops, Recorder):
             return DeferredSummaries(kept.reshape(len(kept), -1), at, batch)
         columns = SummaryColumns.of(np.ascontiguousarray(rows.reshape(len(rows), -1)))
         return columns if at is None else columns.placed(at, batch)
+
+    def _gathered_summaries(
+        self, rows: np.ndarray, gathered: GatheredRows, at: np.ndarray | None, batch: int
+    ) -> SummaryColumns:
+        """The summaries of a load's rows that are tiles of the launch's inputs (rows `at` of a
+        batch of `batch`; None: all): made from the inputs when read, kept or not, as a view of
+        the inputs' are. Their NaN and Inf, which the statement's records trace now: none where
+        the inputs hold none, else from the rows at hand."""
+        flat = rows.reshape(len(rows), -1)
+        if self._inputs_finite(gathered.source):
+            none = np.zeros(len(rows) if at is None else batch, bool)
+            nonfinite = (none, none.copy())
+        else:
+            nonfinite = DeferredSummaries(flat, at, batch).nonfinite()
+        return DeferredSummaries(gathered, at, batch, nonfinite=nonfinite)
+
+    def _inputs_finite(self, source: np.ndarray) -> bool:
+        """Whether `source`, the launch's inputs, holds no NaN and no Inf (looked at once)."""
+        if source.dtype.kind != "f":
+            return True
+        whole = _whole(source)
+        key = (id(whole), source.ctypes.data, source.size)
+        found = self._finite.get(key)
+        if found is None or found[0]() is not whole:
+            with np.errstate(all="ignore"):
+                finite = bool(np.isfinite(np.add.reduce(source, dtype=np.float64)))
+            if not finite:  # (or a sum past float64's range)
+                finite = bool(np.isfinite(source).all())
+            found = self._finite[key] = (weakref.ref(whole), finite)
+        return found[1]
 
     @staticmethod
     def _partly_kept_summaries(rows: np.ndarray, kept: Any, value_rows: np.ndarray) -> SummaryColumns:
@@ -581,7 +622,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         planned: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, int] | None] = {}
 
         def plan_for(index: np.ndarray | None, rows: Any) -> tuple[np.ndarray, np.ndarray, int] | None:
-            if not isinstance(rows, (np.ndarray, TileRows)) or not len(rows):
+            if not isinstance(rows, (np.ndarray, TileRows, GatheredRows)) or not len(rows):
                 return None
             key = (id(index), len(rows))
             if key not in planned:
@@ -608,8 +649,11 @@ class BatchRecorder(MaskedLoops, Recorder):
         inputs, copy = self._holds_inputs, self._copy_once  # one copy of rows blocks share
         for made, (picked, index, _) in plans:
             if isinstance(made, RecordBlock):
-                if isinstance(made.summaries, DeferredSummaries):
-                    made.summaries.settle()  # from the values of every row, before most go
+                summaries = made.summaries
+                waiting = summaries.waiting if isinstance(summaries, DeferredSummaries) else None
+                if waiting is not None and not (isinstance(waiting, GatheredRows) or inputs(waiting)):
+                    assert isinstance(summaries, DeferredSummaries)
+                    summaries.settle()  # from the values of every row, before most go
                 made.values, made.value_rows = _picked_rows(made.values, picked, inputs, copy), index
             else:
                 made.mask = _picked_rows(made.mask, picked, inputs, copy)
@@ -621,7 +665,7 @@ class BatchRecorder(MaskedLoops, Recorder):
     def _row_bytes_held(self, rows: Any, counted: set[int]) -> int:
         """Bytes a row of a block's array holds, where no array `counted` holds them (then
         counted); none for the launch's inputs, which stay."""
-        if isinstance(rows, TileRows):
+        if isinstance(rows, (TileRows, GatheredRows)):
             return int(rows.shift.itemsize)
         if not isinstance(rows, np.ndarray) or not len(rows):
             return 0
@@ -630,6 +674,25 @@ class BatchRecorder(MaskedLoops, Recorder):
             return 0
         counted.add(key)
         return 0 if self._holds_inputs(rows) else int(rows[0].nbytes)
+
+    def note_gathered(self, loaded: np.ndarray, rows: GatheredRows) -> None:
+        """`loaded`, a load's (rows, *block) values, is `rows`: tiles of the launch's inputs."""
+        whole = _whole(loaded)
+        self._gathered[id(whole)] = (weakref.ref(whole), rows)
+
+    def _gathered_of(self, rows: np.ndarray) -> GatheredRows | None:
+        """What `rows` (a value held now, one row per program held) is as tiles of the launch's
+        inputs, where a load made it so (None: it is not)."""
+        if not self._gathered or not isinstance(rows, np.ndarray):
+            return None
+        whole = _whole(rows)
+        found = self._gathered.get(id(whole))
+        if found is None or found[0]() is not whole:
+            return None
+        gathered = found[1]
+        if len(rows) != len(gathered) or rows.size != whole.size or rows.strides[0] != whole.strides[0]:
+            return None  # (another shape of those values: not row for row)
+        return gathered
 
     def kept_positions(self, running: np.ndarray | None = None) -> np.ndarray | None:
         """Which of the rows values hold now (see `at`) are kept programs' (None: all), of those
@@ -647,6 +710,9 @@ class BatchRecorder(MaskedLoops, Recorder):
         index = self.kept_positions(running)
         if self._holds_inputs(rows):  # bytes that never change: kept as they are
             return _rows_at(rows, index)
+        gathered = self._gathered_of(rows)
+        if gathered is not None:  # tiles of them: kept as their places
+            return gathered if index is None else gathered.rows(index)  # type: ignore[return-value]
         if index is None:
             if self._sole_array(rows):
                 rows.flags.writeable = False  # a record: a later in-place write would change it
@@ -820,7 +886,7 @@ def _rows_kept(
     """For a block whose arrays hold `rows` (row i of the batch at `index[i]`, -1: none; None:
     at i), the rows to keep of `keep`: their places in the arrays, the new index, and how many
     rows go (None: fewer than `share` x those that stay go, or the arrays are not per row)."""
-    if not isinstance(rows, (np.ndarray, TileRows)) or not len(rows):
+    if not isinstance(rows, (np.ndarray, TileRows, GatheredRows)) or not len(rows):
         return None
     if index is None:
         if len(rows) != len(keep):
@@ -848,6 +914,8 @@ def _picked_rows(
         return None
     if isinstance(rows, TileRows):
         return TileRows(rows.shift[at], rows.lanes, rows.shape[1:])
+    if isinstance(rows, GatheredRows):
+        return rows.rows(at)
     if inputs(rows):
         return _rows_at(rows, at)
     return copy(rows, at)
