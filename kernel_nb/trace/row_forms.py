@@ -28,6 +28,10 @@ class TileRows:
     def __getitem__(self, row: int) -> np.ndarray:
         return (self.lanes + self.shift[row]).reshape(self.shape[1:])
 
+    def rows(self, at: np.ndarray) -> TileRows:
+        """Rows `at` of these."""
+        return TileRows(self.shift[at], self.lanes, self.shape[1:])
+
     def row_nbytes(self) -> int:
         """Bytes of one row once made (what the serial strategy keeps per program)."""
         return int(self.lanes.size) * np.dtype(np.int64).itemsize

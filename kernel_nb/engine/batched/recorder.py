@@ -112,7 +112,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.batch = pids
         self.observations = observations
         self._copies = RowCopies()
-        self._gathered = {}  # loads' values that are tiles of the launch's inputs (note_gathered)
+        self._gathered = {}
         self._summary_bytes = 0
         # values are copied only for programs that can still be kept: the budget is not spent yet
         # and they are selected; `trim` then applies the serial strategy's exact rule
@@ -908,13 +908,11 @@ def _picked_rows(
     inputs: Callable[[np.ndarray], bool],
     copy: Callable[[np.ndarray, np.ndarray], np.ndarray],
 ) -> Any:
-    """Rows `at` of a block's array, by `copy` (a TileRows stays one; rows of the launch's
+    """Rows `at` of a block's array, by `copy` (a row form stays one; rows of the launch's
     inputs, which `inputs` tells, are views where they can be)."""
     if rows is None:
         return None
-    if isinstance(rows, TileRows):
-        return TileRows(rows.shift[at], rows.lanes, rows.shape[1:])
-    if isinstance(rows, GatheredRows):
+    if isinstance(rows, (TileRows, GatheredRows)):
         return rows.rows(at)
     if inputs(rows):
         return _rows_at(rows, at)
