@@ -120,6 +120,25 @@ def test_a_batch_lets_go_of_the_values_of_programs_the_budget_cut():
         np.testing.assert_array_equal(launch.value(pid, "acc", iteration=(2,)), expected[pid])
 
 
+def test_a_batch_holds_about_its_budget_while_it_runs_not_only_when_it_ends():
+    # the cut programs' values go while the loop runs: at no time does the launch hold the whole
+    # batch's values of the loop's iterations (16 MiB for each of its statements)
+    programs, block, steps, budget = 64, 1024, 64, 4 << 20
+    x = np.linspace(0, 1, programs * block, dtype=np.float32)
+    out = np.zeros_like(x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        with kernel_nb.interpret(budget_bytes=budget, strategy="auto") as session:
+            _loop_values[(programs,)](x, out, STEPS=steps, BLOCK=block)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert session.trace[0].strategy == "batched"
+    assert peak < 2 * budget
+
+
 @triton.jit
 def _triangle(x_ptr, out_ptr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)

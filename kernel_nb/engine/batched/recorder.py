@@ -148,6 +148,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.frames = [type(self.frames[0])("")]
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
         self._rows_held = len(pids)  # the most rows a loop's block holds (see _let_go_of_cut_rows)
+        # bytes a row of the blocks _let_go_of_cut_rows looks at while the batch runs holds at
+        # most: of loop iterations' records, and of events
+        self._loop_row_bytes = 0
+        self._event_row_bytes = 0
+        # what that bound must reach before the next look, after a look that freed too little
+        self._let_go_bound = 0
         self._held_kept_cache: tuple[Any, Any, np.ndarray | None, np.ndarray] | None = None
         self._row_map_cache: tuple[np.ndarray, np.ndarray | None] | None = None
 
@@ -378,9 +384,13 @@ class BatchRecorder(MaskedLoops, Recorder):
         key = (id(whole), source.ctypes.data, source.size)
         found = self._finite.get(key)
         if found is None or found[0]() is not whole:
+            # a NaN or an Inf makes the sum NaN or infinite: summed in the inputs' own type where
+            # that is float32 or wider (a pass cheaper than in float64; halves would overflow),
+            # looked at lane by lane only where the sum is not finite
+            wide = None if source.dtype.itemsize >= 4 else np.float32
             with np.errstate(all="ignore"):
-                finite = bool(np.isfinite(np.add.reduce(source, dtype=np.float64)))
-            if not finite:  # (or a sum past float64's range)
+                finite = bool(np.isfinite(np.add.reduce(source.reshape(-1), dtype=wide)))
+            if not finite:  # (or a sum past the type's range)
                 finite = bool(np.isfinite(source).all())
             found = self._finite[key] = (weakref.ref(whole), finite)
         return found[1]
@@ -564,6 +574,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         budget, none after it can be kept."""
         if isinstance(block, RecordBlock):
             self.record_blocks.append(block)
+            if block.iteration:
+                self._loop_row_bytes += _row_bytes_at_most(block.values)
             self._summary_bytes += SUMMARY_ROW_BYTES
             if self._summary_bytes > self._summary_peak:
                 self._summary_peak = self._summary_bytes
@@ -572,6 +584,8 @@ class BatchRecorder(MaskedLoops, Recorder):
                     raise Oversized(fits)
         else:
             self.event_blocks.append(block)
+            arrays = (block.mask, block.indices, block.values, block.before)
+            self._event_row_bytes += sum(_row_bytes_at_most(a) for a in arrays)
         if not self.keep:
             return
         held = block.row_bytes()
@@ -613,6 +627,14 @@ class BatchRecorder(MaskedLoops, Recorder):
         held = len(keep) if ended else self._rows_held
         if held - kept < max(1, share * kept):
             return  # no block can have lost enough rows
+        # a block loses at most the rows of the programs cut since it was made, held - kept: while
+        # that many rows of every block the pass would look at free less than it asks, don't look
+        bound = 0
+        if not ended:
+            looked_at = self._loop_row_bytes + (self._event_row_bytes if self.iteration else 0)
+            bound = (held - kept) * looked_at
+            if bound < max(self.budget // 8, self._let_go_bound):
+                return
         plans: list[tuple[RecordBlock | EventBlock, tuple[np.ndarray, np.ndarray, int]]] = []
         freed = 0
         # what the copies free, in bytes the arrays really hold: a pointer tile's rows hold a
@@ -643,7 +665,13 @@ class BatchRecorder(MaskedLoops, Recorder):
                 freed += plan[2] * sum(self._row_bytes_held(a, counted) for a in arrays)
                 plans.append((event, plan))
         if not plans or (freed < self.budget // 8 and not ended):
+            # the blocks free about the same share of the bound as it grows: look again when
+            # that share of it frees enough (at most twice the bound now, so that a look is never
+            # put off far). Only when the copies are made changes, never what is kept
+            share_freed = max(freed, 1) / max(bound, 1)
+            self._let_go_bound = min(2 * bound, int(self.budget // 8 / share_freed))
             return
+        self._let_go_bound = 0
         if not ended:
             self._rows_held = kept
         inputs, copy = self._holds_inputs, self._copy_once  # one copy of rows blocks share
@@ -669,11 +697,11 @@ class BatchRecorder(MaskedLoops, Recorder):
             return int(rows.shift.itemsize)
         if not isinstance(rows, np.ndarray) or not len(rows):
             return 0
-        key = id(_whole(rows))
-        if key in counted:
+        whole = _whole(rows)
+        if id(whole) in counted:
             return 0
-        counted.add(key)
-        return 0 if self._holds_inputs(rows) else int(rows[0].nbytes)
+        counted.add(id(whole))
+        return 0 if self._holds_inputs(whole) else int(rows[0].nbytes)
 
     def note_gathered(self, loaded: np.ndarray, rows: GatheredRows) -> None:
         """`loaded`, a load's (rows, *block) values, is `rows`: tiles of the launch's inputs."""
@@ -765,7 +793,8 @@ class BatchRecorder(MaskedLoops, Recorder):
 
     def _holds_inputs(self, rows: np.ndarray) -> bool:
         """Whether `rows` shows a launch's inputs, read-only (see Memory.freeze)."""
-        return any(m is not None and m.holds_inputs(rows) for m in self.addresses.memories)
+        whole = _whole(rows)  # found once, not once per memory
+        return any(m is not None and m.holds_inputs(whole) for m in self.addresses.memories)
 
     def _hold_whole(self, whole: np.ndarray, extra: int) -> None:
         """Count `extra` bytes of `whole` as held while it lives."""
@@ -873,6 +902,16 @@ def _form_summaries(form: IntegerForm | None, rows: np.ndarray) -> SummaryColumn
     base = form.base.astype(np.int64)
     total = base.astype(np.float64) * count + float(int(form.lanes.sum()))
     return SummaryColumns(base + int(form.lanes.min()), base + int(form.lanes.max()), total / count, count)
+
+
+def _row_bytes_at_most(rows: Any) -> int:
+    """The most bytes a row of a block's array can hold (see _let_go_of_cut_rows): what it holds
+    now, which its copies hold too."""
+    if isinstance(rows, (TileRows, GatheredRows)):
+        return int(rows.shift.itemsize)
+    if not isinstance(rows, np.ndarray) or not len(rows):
+        return 0
+    return int(rows[0].nbytes)
 
 
 def _deferrable(kept: Any) -> bool:
