@@ -12,6 +12,7 @@ both strategies' builders. An axis that is not a literal makes the unread-axis c
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 
 from kernel_nb.checks.coverage import detect_uncovered_elements
@@ -54,10 +55,17 @@ def detect_unused_grid_axes(launch: Launch) -> list[Finding]:
 
 def program_id_reads(source: SourceInfo) -> list[Read]:
     """Every `program_id(...)` call in a function's source: its axis and file line."""
+    return list(_program_id_reads(source.text, source.file, source.first_line))
+
+
+@functools.lru_cache(maxsize=256)
+def _program_id_reads(text: str, file: str, first_line: int) -> tuple[Read, ...]:
+    """`program_id_reads` of one source, parsed once: every launch of a kernel reads the same
+    functions."""
     try:
-        tree = ast.parse(textwrap.dedent(source.text))
+        tree = ast.parse(textwrap.dedent(text))
     except SyntaxError:
-        return []
+        return ()
     reads: list[Read] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -69,8 +77,8 @@ def program_id_reads(source: SourceInfo) -> list[Read]:
             node.args[0] if node.args else next((kw.value for kw in node.keywords if kw.arg == "axis"), None)
         )
         axis = given.value if isinstance(given, ast.Constant) and isinstance(given.value, int) else None
-        reads.append((axis, source.file, source.first_line + node.lineno - 1))
-    return reads
+        reads.append((axis, file, first_line + node.lineno - 1))
+    return tuple(reads)
 
 
 def _same_writes(launch: Launch, axis: int) -> bool:

@@ -171,11 +171,11 @@ def rewrite(
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(f"{fn.__name__}: cannot read its source ({exc})") from exc
     text = textwrap.dedent("".join(lines))
-    tree = ast.parse(text)
+    # parsed at its file lines (blank lines before it), not moved there node by node afterwards
+    tree = ast.parse("\n" * (start - 1) + text)
     fdef = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
     fdef.decorator_list = []
     tree.body = [fdef]
-    ast.increment_lineno(tree, start - 1)
     called = _called_names(fdef)
     for transformer in triton_compat.stock_transformers():
         tree = transformer.visit(tree)
