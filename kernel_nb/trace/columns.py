@@ -49,7 +49,8 @@ class SummaryColumns:
         lo, hi = as_float.min(axis=1), as_float.max(axis=1)
         # min and max carry a row's NaN and reach its Infs: only those rows need a closer look
         dirty = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
-        mean = as_float.mean(axis=1, dtype=np.float64)
+        with np.errstate(invalid="ignore"):  # Inf - Inf in a dirty row's mean, computed again below
+            mean = as_float.mean(axis=1, dtype=np.float64)
         if not dirty.size:
             return SummaryColumns(lo, hi, mean, size)
         # rows holding NaN or Inf: statistics of their finite lanes, as Summary.of computes them

@@ -3,6 +3,7 @@
 import gc
 import pickle
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -192,6 +193,25 @@ def test_loop_summaries_equal_the_serial_ones_where_the_budget_cuts_inside_the_b
         assert got == [(r.stmt, r.iteration, r.summary) for r in serial.programs[pid].records], pid
     acc = [r.summary for r in batched.records(5, name="acc")]
     assert (acc[-1].nan, acc[-1].inf) == (1, 1)
+
+
+def test_values_holding_inf_and_minus_inf_are_summarised_without_a_warning(strategy):
+    # a program's value with both infinities: numpy's mean of it would warn (Inf - Inf) into the
+    # user's cell, and where warnings are errors, a batch would stop and run serially
+    programs, block = 8, 256
+    x = np.ones(programs * block, np.float32)
+    x[7], x[block + 9] = np.inf, -np.inf
+    out = np.zeros_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # summarised as it runs (a budget that keeps the first program only), and when read
+        with kernel_nb.interpret(strategy=strategy, budget_bytes=4096) as session:
+            _ragged_rows[(programs,)](x, out, BLOCK=block)
+        launch = session.trace[0]
+        summaries = [r.summary for pid in range(programs) for r in launch.records(pid, name="acc")]
+    assert launch.strategy == ("serial" if strategy == "serial" else "batched")
+    last = summaries[-1]
+    assert (last.nan, last.inf) == (0, 2) and last.min == last.max == 2 * programs
 
 
 def test_summaries_of_integer_tiles_equal_the_serial_ones_near_the_top_of_int32(strategy):
