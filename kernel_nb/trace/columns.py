@@ -49,10 +49,10 @@ class SummaryColumns:
         lo, hi = as_float.min(axis=1), as_float.max(axis=1)
         # min and max carry a row's NaN and reach its Infs: only those rows need a closer look
         dirty = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+        if not dirty.size:
+            return SummaryColumns(lo, hi, as_float.mean(axis=1, dtype=np.float64), size)
         with np.errstate(invalid="ignore"):  # Inf - Inf in a dirty row's mean, computed again below
             mean = as_float.mean(axis=1, dtype=np.float64)
-        if not dirty.size:
-            return SummaryColumns(lo, hi, mean, size)
         # rows holding NaN or Inf: statistics of their finite lanes, as Summary.of computes them
         part = as_float if dirty.size == rows else as_float[dirty]
         finite = np.isfinite(part)
