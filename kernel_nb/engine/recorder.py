@@ -253,7 +253,9 @@ class Recorder:
             return np.asarray(value, dtype=np.float32), "fp32", (), None
         return None
 
-    def loop_enter(self) -> None:
+    def loop_enter(self, sites: tuple[int, ...] = ()) -> None:
+        """A loop begins; `sites`: the statements each of its iterations records (see
+        batched/ahead.py), none where that is not known."""
         self.frames[-1].loops.append(-1)
 
     def loop_next(self) -> None:
@@ -311,12 +313,14 @@ class FunctionProbe:
         self._companions = companions
         self._breakpoint_hit = breakpoint_hit
         self._debugger = debugger
-        self.loop_enter = recorder.loop_enter
         self.loop_next = recorder.loop_next
         self.loop_exit = recorder.loop_exit
         self.snapshot = recorder.loop_snapshot
         self.narrow = recorder.loop_narrow
         self.merge = recorder.loop_merge
+
+    def loop_enter(self, sites: tuple[int, ...] = ()) -> None:
+        self._recorder.loop_enter(tuple(self._offset + s for s in sites))
 
     def range(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return self._recorder.loop_range(fn, args, kwargs)

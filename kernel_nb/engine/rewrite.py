@@ -20,7 +20,7 @@ from typing import Any
 
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.control_checks import condition, loop_bound
-from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, target_names
+from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, ends_early, target_names
 
 PROBE = "__tk__"
 LOOP_BOUND = "__tk__bound"  # checks a range loop's bounds as the compiler does (`loop_bound`)
@@ -249,6 +249,7 @@ class _Instrumenter(SiteWalker):
         self.instrument = instrument
         self.breakpoints = breakpoints
         self.statements: list[LocalStatement] = []
+        self.nodes: list[ast.AST] = []  # each statement's site's node
         self.loops = 0
         self.reads: Counter[str] = Counter()  # how often the function reads each name, as written
         self.locals: set[str] = set()  # the function's parameters and the names it assigns
@@ -263,6 +264,7 @@ class _Instrumenter(SiteWalker):
                 site.line, site.name, site.kind, operands=operands, makes_inf=makes_inf, loads=loads
             )
         )
+        self.nodes.append(site.node)
         return [self._probe_call("record", site.node, ast.Constant(sid), ast.Name(site.name, ast.Load()))]
 
     def before(self, stmt: ast.stmt) -> list[ast.stmt]:
@@ -280,6 +282,9 @@ class _Instrumenter(SiteWalker):
 
     def loop(self, stmt: ast.For | ast.While) -> list[ast.stmt]:
         names = self._masked_range(stmt)  # before the body is instrumented: its names as written
+        first, plain = len(self.statements), not ends_early(stmt)
+        # the sites of the body's own statements (a nested loop's variables are not: it may not run)
+        top = {id(s) for s in stmt.body if not isinstance(s, (ast.For, ast.While))} | {id(stmt)}
         body = self.block(stmt.body)
         stmt.orelse = self.block(stmt.orelse)
         head: list[ast.stmt] = []
@@ -292,7 +297,9 @@ class _Instrumenter(SiteWalker):
         head.insert(0, self._probe_call("loop_next", stmt))
         head.extend(self.loop_head(stmt))  # after the body's sites: the statement table's order
         stmt.body = head + body + tail
-        return [self._probe_call("loop_enter", stmt), stmt, self._probe_call("loop_exit", stmt)]
+        every = [i for i in range(first, len(self.statements)) if plain and id(self.nodes[i]) in top]
+        sites = [ast.Tuple([ast.Constant(i) for i in every], ast.Load())] if every else []
+        return [self._probe_call("loop_enter", stmt, *sites), stmt, self._probe_call("loop_exit", stmt)]
 
     def _masked_range(self, stmt: ast.For | ast.While) -> tuple[list[str], list[str]] | None:
         """For `for x in range(...)` (or tl.range): route the range through the probe, which lets

@@ -61,6 +61,12 @@ def loop_sites(stmt: ast.For | ast.While) -> list[Site]:
     return [Site(n, stmt.lineno, "loop", stmt) for n in target_names(stmt.target)]
 
 
+def ends_early(stmt: ast.For | ast.While) -> bool:
+    """Whether a loop's iteration may end before the end of its body (a break, continue or
+    return in it): then not every iteration makes every site of its body."""
+    return any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in ast.walk(stmt))
+
+
 def target_names(target: ast.expr) -> list[str]:
     """The names an assignment target binds (`a`, `a, (b, *c)`)."""
     if isinstance(target, ast.Name):

@@ -19,6 +19,7 @@ from kernel_nb import numerics
 from kernel_nb.checks import Observations, Site, nonfinite
 from kernel_nb.engine import shadow, triton_compat
 from kernel_nb.engine.addresses import AddressMap
+from kernel_nb.engine.batched.ahead import LoopsAhead
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
@@ -147,6 +148,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.loop_mask.clear()
         self.frames = [type(self.frames[0])("")]
         self._kept_programs = np.flatnonzero(self.keep_rows)  # rows of keep_rows, in order
+        self.loops_ahead = LoopsAhead(len(pids))
         self._rows_held = len(pids)  # the most rows a loop's block holds (see _let_go_of_cut_rows)
         # bytes a row of the blocks _let_go_of_cut_rows looks at while the batch runs holds at
         # most: of loop iterations' records, and of events
@@ -319,6 +321,23 @@ class BatchRecorder(MaskedLoops, Recorder):
         )
         if self.observations is not None and self.statement_info[stmt].kind not in COMPANIONS:
             self._batch_nonfinite(stmt, rows, *summaries.nonfinite())
+
+    def loop_enter(self, sites: tuple[int, ...] = ()) -> None:
+        super().loop_enter(sites)
+        self.loops_ahead.enter(sites, len(self.record_blocks))
+
+    def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        made = super().loop_range(fn, args, kwargs)
+        self.loops_ahead.ranged(made)
+        return made
+
+    def loop_next(self) -> None:
+        super().loop_next()
+        self.loops_ahead.next(self.record_blocks, self.trips)
+
+    def loop_exit(self) -> None:
+        super().loop_exit()
+        self.loops_ahead.exit()
 
     def repeat(self, stmt: int, after: int) -> bool:
         """Record again what the last record block, of statement `after`, holds, as statement
@@ -593,7 +612,9 @@ class BatchRecorder(MaskedLoops, Recorder):
             return  # nothing kept: the budget is where it was
         self.held += held if block.rows is None else np.where(block.rows, held, 0)
         kept = self._kept_programs
-        spent = np.cumsum(self.held[kept])
+        # with what the loops the batch is in will record still: a cut sure to come comes now
+        ahead = self.loops_ahead.ahead
+        spent = np.cumsum(self.held[kept] if ahead is None else self.held[kept] + ahead[kept])
         cut = np.flatnonzero(self.kept_bytes + spent > self.cut_at())
         if cut.size:  # that program is cut (see Recorder.check_budget): it and those after keep none
             self.keep_rows[kept[cut[0] :]] = False
