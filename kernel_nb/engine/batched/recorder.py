@@ -815,6 +815,8 @@ class BatchRecorder(MaskedLoops, Recorder):
     def _holds_inputs(self, rows: np.ndarray) -> bool:
         """Whether `rows` shows a launch's inputs, read-only (see Memory.freeze)."""
         whole = _whole(rows)  # found once, not once per memory
+        if not holds_copy(whole):  # a value an operation made: no memory's, at one look
+            return False
         return any(m is not None and m.holds_inputs(whole) for m in self.addresses.memories)
 
     def _hold_whole(self, whole: np.ndarray, extra: int) -> None:
