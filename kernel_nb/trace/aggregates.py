@@ -28,6 +28,11 @@ def held_bytes(records: int) -> int:
     return PROGRAM_BYTES + RECORD_BYTES * records
 
 
+def held_bytes_each(records: np.ndarray) -> np.ndarray:
+    """`held_bytes` of programs with `records[i]` records each."""
+    return PROGRAM_BYTES + RECORD_BYTES * records.astype(np.int64)
+
+
 @dataclass
 class Aggregate:
     """The summaries of one statement over the aggregated programs, combined.

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kernel_nb.trace.aggregates import Aggregate, held_bytes
+from kernel_nb.trace.aggregates import Aggregate, held_bytes, held_bytes_each
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.columns import Events, RecordBlock, Records
 from kernel_nb.trace.compare import Comparison, Divergence
@@ -211,16 +211,19 @@ class Launch:
         counts = np.zeros(len(programs), np.int64)
         for block in blocks:
             counts += 1 if block.rows is None else block.rows
+        costs = held_bytes_each(counts)
+        within = self.summary_bytes + np.cumsum(costs) <= limit
+        if within.all():  # every program kept whole, as add_program keeps each
+            self.summary_bytes += int(costs.sum())
+            self.programs.update((program.pid, program) for program in programs)
+            return
         folded = np.zeros(len(programs), bool)
-        for row, (program, count) in enumerate(zip(programs, counts.tolist())):
-            cost = held_bytes(count)
+        for row, (program, cost) in enumerate(zip(programs, costs.tolist())):
             if self.summary_bytes + cost <= limit:
                 self.summary_bytes += cost
                 self.programs[program.pid] = program
             else:
                 folded[row] = True
-        if not folded.any():
-            return
         self.aggregated += int(folded.sum())
         for block in blocks:
             self._aggregate(block.stmt).add_rows(block, folded)

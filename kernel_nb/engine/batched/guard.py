@@ -118,10 +118,12 @@ class BatchGuard(MemoryGuard):
         self.undo = UndoLog()
         self._access: Access | None = None
 
-    def begin_batch(self, builder: Any, observations: Observations | None) -> None:
-        """Start a batch run by `builder`; observations go to `observations` (None: none)."""
+    def begin_batch(self, builder: Any, observations: Observations | None, pids: np.ndarray) -> None:
+        """Start a batch run by `builder` of the programs `pids` (an (x, y, z) row each);
+        observations go to `observations` (None: none)."""
         self.builder, self.observations = builder, observations
-        self._linear = np.array([self.launch.linear(pid) for pid in self.recorder.batch], dtype=np.int32)
+        gx, gy, _ = self.launch.grid  # Launch.linear's order, for every row at once
+        self._linear = (pids[:, 0] + gx * (pids[:, 1] + gy * pids[:, 2])).astype(np.int32)
         self._whole: tuple[np.ndarray, np.ndarray] | None = None  # the batch's program ids, while narrowed
         self.undo = UndoLog()
         self.pairs: list[tuple[str, np.ndarray, np.ndarray, bool, bool]] = []

@@ -883,10 +883,13 @@ class BatchRecorder(MaskedLoops, Recorder):
         for block in blocks:
             held = block.row_bytes()
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
+        cut_at = self.cut_at()
         for program, size, open_row in zip(self.programs, sizes.tolist(), self.keep_rows.tolist()):
-            if program.kept and not self.spent and self.kept_bytes < self.budget:
+            if not program.kept:
+                continue  # never kept (made so by begin_batch): nothing to cut
+            if not self.spent and self.kept_bytes < self.budget:
                 # a row the batch stopped keeping was cut (its values may be gone already)
-                if open_row and self.kept_bytes + size <= self.cut_at():
+                if open_row and self.kept_bytes + size <= cut_at:
                     self.kept_bytes += size
                     continue
                 self.spent = True  # cut, as Recorder.check_budget cuts a serial program

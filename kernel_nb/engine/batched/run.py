@@ -182,13 +182,12 @@ class BatchedRun(SerialRun):
     def _run_group(
         self, stock: Any, kernel: Callable[..., Any], values: dict[str, Any], pids: list[Pid]
     ) -> None:
-        attributes = BatchedBuilder.attributes(
-            np.array(pids, dtype=np.int64), self.launch.grid, self.loop_mask
-        )
+        rows = np.array(pids, dtype=np.int64)
+        attributes = BatchedBuilder.attributes(rows, self.launch.grid, self.loop_mask)
         batch_observations = Observations()
         observing = batch_observations if self.detect else None
         self.recorder.begin_batch(pids, observing)
-        self.guard.begin_batch(stock, observing)
+        self.guard.begin_batch(stock, observing, rows)
         fits = 0
         try:
             with (
