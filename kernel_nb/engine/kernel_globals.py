@@ -25,6 +25,7 @@ even where a module happens to define one of the same name.
 from __future__ import annotations
 
 import dis
+import functools
 import sys
 import sysconfig
 import types
@@ -96,13 +97,7 @@ def _described(value: Any) -> Global:
 
 def _reads(fn: Any) -> Iterator[tuple[str, Any]]:
     """(name, value) of each global and closure variable `fn`'s code reads."""
-    names: set[str] = set()
-    codes = [fn.__code__]
-    while codes:
-        code = codes.pop()
-        names.update(str(i.argval) for i in dis.get_instructions(code) if i.opname in _GLOBAL_LOADS)
-        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    for name in sorted(names):
+    for name in _global_names(fn.__code__):
         if name in fn.__globals__:
             yield name, fn.__globals__[name]
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
@@ -110,6 +105,19 @@ def _reads(fn: Any) -> Iterator[tuple[str, Any]]:
             yield name, cell.cell_contents
         except ValueError:  # an empty cell: the enclosing function has not assigned it yet
             yield name, _Unassigned(name)
+
+
+@functools.lru_cache(maxsize=512)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names a code object and those nested in it read, sorted: read off the bytecode
+    once per code object, not at every launch (the values are looked up each time)."""
+    names: set[str] = set()
+    codes = [code]
+    while codes:
+        made = codes.pop()
+        names.update(str(i.argval) for i in dis.get_instructions(made) if i.opname in _GLOBAL_LOADS)
+        codes.extend(c for c in made.co_consts if isinstance(c, types.CodeType))
+    return tuple(sorted(names))
 
 
 class _Unassigned:
