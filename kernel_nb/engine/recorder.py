@@ -255,7 +255,7 @@ class Recorder:
 
     def loop_enter(self, sites: tuple[int, ...] = ()) -> None:
         """A loop begins; `sites`: the statements each of its iterations records (see
-        batched/ahead.py), none where that is not known."""
+        batched/loops_ahead.py), none where that is not known."""
         self.frames[-1].loops.append(-1)
 
     def loop_next(self) -> None:

@@ -93,20 +93,28 @@ def _loop_values(x_ptr, out_ptr, STEPS: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, acc)
 
 
-def test_a_batch_lets_go_of_the_values_of_programs_the_budget_cut():
-    # every program of the batch is kept at first; the budget holds 14 of the 64, and the values
-    # the others made before it ran out are let go then, not when the launch ends
-    programs, block, steps, budget = 64, 1024, 64, 4 << 20
+def _run_loop_values(programs, block, steps, budget):
+    """Launch `_loop_values` batched on a ramp, traced: its input, session, the bytes traced
+    after it and the most traced above the start while it ran."""
     x = np.linspace(0, 1, programs * block, dtype=np.float32)
     out = np.zeros_like(x)
     gc.collect()
     tracemalloc.start()
     try:
+        start = tracemalloc.get_traced_memory()[0]
         with kernel_nb.interpret(budget_bytes=budget, strategy="auto") as session:
             _loop_values[(programs,)](x, out, STEPS=steps, BLOCK=block)
-        held = tracemalloc.get_traced_memory()[0]
+        held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return x, session, held, peak - start
+
+
+def test_a_batch_lets_go_of_the_values_of_programs_the_budget_cut():
+    # every program of the batch is kept at first; the budget holds 14 of the 64, and the values
+    # the others made before it ran out are let go then, not when the launch ends
+    programs, block, steps, budget = 64, 1024, 64, 4 << 20
+    x, session, held, _ = _run_loop_values(programs, block, steps, budget)
     launch = session.trace[0]
     assert launch.strategy == "batched"
     kept = [pid for pid, p in launch.programs.items() if p.kept]
@@ -123,18 +131,8 @@ def test_a_batch_lets_go_of_the_values_of_programs_the_budget_cut():
 def test_a_batch_holds_about_its_budget_while_it_runs_not_only_when_it_ends():
     # the cut programs' values go while the loop runs: at no time does the launch hold the whole
     # batch's values of the loop's iterations (16 MiB for each of its statements)
-    programs, block, steps, budget = 64, 1024, 64, 4 << 20
-    x = np.linspace(0, 1, programs * block, dtype=np.float32)
-    out = np.zeros_like(x)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        with kernel_nb.interpret(budget_bytes=budget, strategy="auto") as session:
-            _loop_values[(programs,)](x, out, STEPS=steps, BLOCK=block)
-        peak = tracemalloc.get_traced_memory()[1] - start
-    finally:
-        tracemalloc.stop()
+    budget = 4 << 20
+    _, session, _, peak = _run_loop_values(64, 1024, 64, budget)
     assert session.trace[0].strategy == "batched"
     assert peak < 2 * budget
 

@@ -1,5 +1,5 @@
 """The capture budget cuts a batch's programs as soon as the loops they are in make the cut certain
-(batched/ahead.py), and never a program the serial strategy keeps."""
+(batched/loops_ahead.py), and never a program the serial strategy keeps."""
 
 import dis
 import types

@@ -19,9 +19,9 @@ from kernel_nb import numerics
 from kernel_nb.checks import Observations, Site, nonfinite
 from kernel_nb.engine import shadow, triton_compat
 from kernel_nb.engine.addresses import AddressMap
-from kernel_nb.engine.batched.ahead import LoopsAhead
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
+from kernel_nb.engine.batched.loops_ahead import LoopsAhead
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.row_copies import RowCopies, Rows
 from kernel_nb.engine.batched.tiles import AFFINE, INTEGER_FORM, AffinePointers, IntegerForm
@@ -714,15 +714,13 @@ class BatchRecorder(MaskedLoops, Recorder):
     def _row_bytes_held(self, rows: Any, counted: set[int]) -> int:
         """Bytes a row of a block's array holds, where no array `counted` holds them (then
         counted); none for the launch's inputs, which stay."""
-        if isinstance(rows, (TileRows, GatheredRows)):
-            return int(rows.shift.itemsize)
         if not isinstance(rows, np.ndarray) or not len(rows):
-            return 0
+            return _row_bytes_at_most(rows)  # a row form's shift, or nothing
         whole = _whole(rows)
         if id(whole) in counted:
             return 0
         counted.add(id(whole))
-        return 0 if self._holds_inputs(whole) else int(rows[0].nbytes)
+        return 0 if self._holds_inputs(whole) else _row_bytes_at_most(rows)
 
     def note_gathered(self, loaded: np.ndarray, rows: GatheredRows) -> None:
         """`loaded`, a load's (rows, *block) values, is `rows`: tiles of the launch's inputs."""
