@@ -33,6 +33,25 @@ def held_bytes_each(records: np.ndarray) -> np.ndarray:
     return PROGRAM_BYTES + RECORD_BYTES * records.astype(np.int64)
 
 
+def folded_past(
+    limit: int, spent: int, costs: list[np.ndarray], order: list[tuple[int, int]]
+) -> tuple[int, list[np.ndarray]]:
+    """Which programs of batches (`costs[i][r]`: what program r of batch i holds) keep aggregates
+    only, the programs taken in `order` (pairs (i, r)) against `limit` with `spent` held already,
+    as `add_program` takes them one at a time; and what is held then."""
+    folded = [np.zeros(len(c), bool) for c in costs]
+    total = sum(int(c.sum()) for c in costs)
+    if spent + total <= limit:
+        return spent + total, folded
+    for i, r in order:
+        cost = int(costs[i][r])
+        if spent + cost <= limit:
+            spent += cost
+        else:
+            folded[i][r] = True
+    return spent, folded
+
+
 @dataclass
 class Aggregate:
     """The summaries of one statement over the aggregated programs, combined.

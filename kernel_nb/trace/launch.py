@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kernel_nb.trace.aggregates import Aggregate, held_bytes, held_bytes_each
+from kernel_nb.trace.aggregates import Aggregate, folded_past, held_bytes, held_bytes_each
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.columns import Events, RecordBlock, Records
 from kernel_nb.trace.compare import Comparison, Divergence
@@ -205,28 +205,28 @@ class Launch:
         for record in program.records:
             self._aggregate(record.stmt).add(record.summary)
 
-    def add_batch(self, programs: list[ProgramTrace], blocks: list[RecordBlock], limit: int) -> None:
-        """`add_program` for the programs of a batch, whose records are the rows of `blocks`: the
-        aggregated ones fold in a column at a time."""
-        counts = np.zeros(len(programs), np.int64)
-        for block in blocks:
-            counts += 1 if block.rows is None else block.rows
-        costs = held_bytes_each(counts)
-        within = self.summary_bytes + np.cumsum(costs) <= limit
-        if within.all():  # every program kept whole, as add_program keeps each
-            self.summary_bytes += int(costs.sum())
-            self.programs.update((program.pid, program) for program in programs)
-            return
-        folded = np.zeros(len(programs), bool)
-        for row, (program, cost) in enumerate(zip(programs, costs.tolist())):
-            if self.summary_bytes + cost <= limit:
-                self.summary_bytes += cost
-                self.programs[program.pid] = program
+    def add_batches(self, batches: list[tuple[list[ProgramTrace], list[RecordBlock]]], limit: int) -> None:
+        """`add_program` for the programs of batches, whose records are the rows of their blocks:
+        the aggregated ones fold in a column at a time. The limit goes to the programs in program
+        order, also where a divergence split a batch into groups that ran in turn."""
+        costs = []
+        for programs, blocks in batches:
+            counts = np.zeros(len(programs), np.int64)
+            for block in blocks:
+                counts += 1 if block.rows is None else block.rows
+            costs.append(held_bytes_each(counts))
+        order = [(i, r) for i, (programs, _) in enumerate(batches) for r in range(len(programs))]
+        if len(batches) > 1:
+            order.sort(key=lambda at: self.linear(batches[at[0]][0][at[1]].pid))
+        self.summary_bytes, folded = folded_past(limit, self.summary_bytes, costs, order)
+        for (programs, blocks), fold in zip(batches, folded):
+            if not fold.any():
+                self.programs.update((program.pid, program) for program in programs)
             else:
-                folded[row] = True
-        self.aggregated += int(folded.sum())
-        for block in blocks:
-            self._aggregate(block.stmt).add_rows(block, folded)
+                self.programs.update((p.pid, p) for p, gone in zip(programs, fold.tolist()) if not gone)
+                self.aggregated += int(fold.sum())
+                for block in blocks:
+                    self._aggregate(block.stmt).add_rows(block, fold)
 
     def _aggregate(self, stmt: int) -> Aggregate:
         if stmt not in self.aggregates:

@@ -75,13 +75,13 @@ def test_batches_ask_for_each_size_as_they_are_taken():
 def _finished_batches(monkeypatch):
     """(programs, bytes one program's values took) of each batch that ran to its end."""
     finished = []
-    original = batched_recorder.BatchRecorder.trim
+    original = batched_recorder.BatchRecorder.end_batch
 
-    def trim(self):
+    def end_batch(self):
         finished.append((len(self.batch), self.program_bytes()))
         return original(self)
 
-    monkeypatch.setattr(batched_recorder.BatchRecorder, "trim", trim)
+    monkeypatch.setattr(batched_recorder.BatchRecorder, "end_batch", end_batch)
     return finished
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,19 @@ from kernel_nb.trace import (
 # names hold the statements' values; the temporaries of an expression come on top, about as many
 WORKING_SET_FACTOR = 2
 SUMMARY_ROW_BYTES = 24  # a record's summary in a batch: its row of three float64 columns
+
+
+@dataclasses.dataclass
+class _Parked:
+    """A batch of a split that ran to its end, as the budget applied when the split ends needs it."""
+
+    batch: list[Pid]
+    programs: list[ProgramTrace]
+    record_blocks: list[RecordBlock]
+    event_blocks: list[EventBlock]
+    keep_rows: np.ndarray  # the rows the batch did not cut as it ran
+    copies: RowCopies
+    sizes: list[int]  # per program, the bytes of its values as kept
 
 
 class Oversized(Exception):
@@ -103,6 +116,9 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._summary_bytes = 0
         self._summary_peak = 0
         self._kept_row_bytes = 0  # what a kept program's values took, by the last batch
+        # splits running (see begin_split), and the batches of them that ended, waiting for the budget
+        self._splits = 0
+        self._parked: list[_Parked] = []
         self._kept_only = False  # records being made are the kept programs' alone (see record_companions)
         self._finite: dict[tuple[int, int, int], tuple[weakref.ref[np.ndarray], bool]] = {}
         # loads' values that are tiles of the launch's inputs, by the array they are (note_gathered)
@@ -116,7 +132,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._gathered = {}
         self._summary_bytes = 0
         # values are copied only for programs that can still be kept: the budget is not spent yet
-        # and they are selected; `trim` then applies the serial strategy's exact rule
+        # and they are selected; `end_batch` then applies the serial strategy's exact rule
         open_budget = self.capture and not self.spent and self.kept_bytes < self.budget
         if self.selected is None:
             self.keep_rows = np.full(len(pids), open_budget)
@@ -874,32 +890,95 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._held_kept_cache = (self.at, self._kept_programs, index, row_map)
         return index, row_map
 
-    def trim(self) -> None:
-        """Apply the capture budget in program order, as the serial strategy does as it goes."""
+    def begin_split(self) -> None:
+        """A batch diverged: the groups it splits into run one after another, in the order of their
+        first programs, not in program order. Their budget is applied when the last of them has
+        run (`end_split`), in program order, as the serial strategy applies it as it goes."""
+        self._splits += 1
+
+    def end_batch(self) -> list[tuple[list[ProgramTrace], list[RecordBlock]]]:
+        """The batch ran to its end: its programs and record blocks for the launch, the budget
+        applied; none while a split runs (they wait for `end_split`)."""
+        sizes = self._program_sizes()
+        if not self._splits:
+            self._apply_budget(zip(self.programs, sizes, self.keep_rows.tolist()))
+            self.keep_rows[:] = [program.kept for program in self.programs]
+            self._let_go_of_cut_rows(ended=True)
+            return [(self.programs, self.record_blocks)]
+        # the cuts the batch made are the serial strategy's too (a program's bytes before it, of
+        # its group alone, are at most those of every program before it): their rows go now
+        self._let_go_of_cut_rows(ended=True)
+        self._parked.append(
+            _Parked(
+                self.batch,
+                self.programs,
+                self.record_blocks,
+                self.event_blocks,
+                self.keep_rows,
+                self._copies,
+                sizes,
+            )
+        )
+        return []
+
+    def end_split(self) -> list[tuple[list[ProgramTrace], list[RecordBlock]]]:
+        """The groups of a split have all run (see `begin_split`): their programs and record
+        blocks for the launch, the budget applied in program order."""
+        self._splits -= 1
+        if self._splits:
+            return []  # a split inside a split: the outer one ends it
+        parked, self._parked = self._parked, []
+        order = sorted(
+            (self.order_of(program.pid), i, r)
+            for i, part in enumerate(parked)
+            for r, program in enumerate(part.programs)
+        )
+        self._apply_budget(
+            (parked[i].programs[r], parked[i].sizes[r], bool(parked[i].keep_rows[r])) for _, i, r in order
+        )
+        for part in parked:  # each batch's rows of the programs cut go, as at the end of a batch
+            self.batch, self.programs, self.keep_rows, self._copies = (
+                part.batch,
+                part.programs,
+                part.keep_rows,
+                part.copies,
+            )
+            self.record_blocks, self.event_blocks = part.record_blocks, part.event_blocks
+            self.keep_rows[:] = [program.kept for program in self.programs]
+            self._let_go_of_cut_rows(ended=True)
+        return [(part.programs, part.record_blocks) for part in parked]
+
+    def _program_sizes(self) -> list[int]:
+        """Per program of the batch, the bytes of its values as kept."""
         sizes = np.zeros(len(self.batch), np.int64)
         blocks: list[RecordBlock | EventBlock] = [*self.record_blocks, *self.event_blocks]
         for block in blocks:
             held = block.row_bytes()
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
-        cut_at = self.cut_at()
-        for program, size, open_row in zip(self.programs, sizes.tolist(), self.keep_rows.tolist()):
+        return sizes.tolist()
+
+    def _apply_budget(self, taken: Iterable[tuple[ProgramTrace, int, bool]]) -> int:
+        """Apply the capture budget to programs in program order, as the serial strategy does as it
+        goes: `taken` gives each with the bytes of its values as kept, and whether its batch left
+        it open (a row the batch stopped keeping was cut: its values may be gone already). Sets
+        `_kept_row_bytes` by the programs kept; returns how many were."""
+        kept_bytes_before, kept, cut_at = self.kept_bytes, 0, self.cut_at()
+        for program, size, open_row in taken:
             if not program.kept:
                 continue  # never kept (made so by begin_batch): nothing to cut
             if not self.spent and self.kept_bytes < self.budget:
-                # a row the batch stopped keeping was cut (its values may be gone already)
                 if open_row and self.kept_bytes + size <= cut_at:
                     self.kept_bytes += size
+                    kept += 1
                     continue
                 self.spent = True  # cut, as Recorder.check_budget cuts a serial program
             program.kept = False
             for deferred in (program.records, program.events):
                 assert isinstance(deferred, Deferred)
                 deferred.keep_values = False
-        self.keep_rows[:] = [program.kept for program in self.programs]
-        kept = sizes[self.keep_rows]
-        if kept.size:
-            self._kept_row_bytes = -(-int(kept.sum()) // kept.size)
-        self._let_go_of_cut_rows(ended=True)
+        if kept:
+            self._kept_row_bytes = -(-(self.kept_bytes - kept_bytes_before) // kept)
+        return kept
 
     def programs_to_budget(self) -> int | None:
         """How many programs from here on the budget keeps, by what the last batch's kept
@@ -911,7 +990,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         left = self.budget - self.kept_bytes
         if left <= 0:
             return None
-        return -(-left // self._kept_row_bytes)  # the last starts under the budget, as in trim
+        return -(-left // self._kept_row_bytes)  # the last starts under the budget, as in _apply_budget
 
 
 def _form_summaries(form: IntegerForm | None, rows: np.ndarray) -> SummaryColumns | None:

@@ -42,7 +42,7 @@ from kernel_nb.engine.rewrite import RewrittenFunction, SourceUnavailableError
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
-from kernel_nb.trace import Pid
+from kernel_nb.trace import Pid, ProgramTrace, RecordBlock
 
 MAX_BATCH = 4096  # values of a batch's programs are copied only while the budget can reach them
 PROBE_BATCH = 64  # the first batch of a launch: sizes the others (see `_batch_sizes`)
@@ -207,8 +207,10 @@ class BatchedRun(SerialRun):
         except Divergence as split:
             self._split = True
             self.guard.rollback()
+            self.recorder.begin_split()
             for group in _groups(pids, self.recorder.divergence_values(split.values)):
                 self._run_group(stock, kernel, values, group)
+            self._add(self.recorder.end_split())
             return
         except Oversized as over:
             self.guard.rollback()
@@ -231,8 +233,11 @@ class BatchedRun(SerialRun):
             return
         self.observations.merge(batch_observations)
         self.guard.commit_counts()
-        self.recorder.trim()
-        self.launch.add_batch(self.recorder.programs, self.recorder.record_blocks, self.options.summary_bytes)
+        self._add(self.recorder.end_batch())
+
+    def _add(self, batches: list[tuple[list[ProgramTrace], list[RecordBlock]]]) -> None:
+        if batches:
+            self.launch.add_batches(batches, self.options.summary_bytes)
 
 
 def _groups(pids: list[Pid], values: np.ndarray) -> list[list[Pid]]:
