@@ -4,6 +4,10 @@ numpy 2.4's `np.unique` finds distinct values by hashing: a million distinct int
 against 55 ms for a sort and 2 ms for a table over their range. The checks describe sets of that
 size (the elements a grid leaves unwritten, every address a launch touched), so a finding about a
 1024x1024 output took seconds to word.
+
+A table costs a pass over the whole range, a sort one over the values: the table is the faster
+only where the values fill most of their range. 128 per-program shifts spread over 60,000
+elements took 98 us in a table of the range and 6 us sorted.
 """
 
 from __future__ import annotations
@@ -13,8 +17,7 @@ from typing import Literal, overload
 import numpy as np
 
 # a table over the values' range is used while the range is at most this many times their count
-_TABLE_PER_VALUE = 4
-_TABLE_ALWAYS = 1 << 16  # a range this small is always counted in a table
+_TABLE_PER_VALUE = 1.5
 
 
 @overload
@@ -35,7 +38,7 @@ def distinct(values: np.ndarray, return_counts: bool = False) -> np.ndarray | tu
         return np.unique(flat)
     lo, hi = int(flat.min()), int(flat.max())
     span = hi - lo + 1
-    if span <= _TABLE_PER_VALUE * flat.size + _TABLE_ALWAYS:
+    if span <= _TABLE_PER_VALUE * flat.size:
         wide = np.dtype(np.int64 if flat.dtype.kind == "i" else np.uint64)  # no wrap-around
         counts = np.bincount((flat.astype(wide) - wide.type(lo)).astype(np.intp), minlength=span)
         present = np.flatnonzero(counts)

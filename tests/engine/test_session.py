@@ -352,3 +352,27 @@ def test_an_element_every_program_reads_counts_every_read(programs, strategy):
     assert launch.strategy == ("batched" if strategy == "auto" else "serial")
     np.testing.assert_array_equal(launch.buffers["t_ptr"].reads, np.full(64, programs, np.int32))
     np.testing.assert_array_equal(out.reshape(programs, 64), np.broadcast_to(table, (programs, 64)))
+
+
+@triton.jit
+def _shared_tiles(t_ptr, out_ptr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    # programs 4k..4k+3 all read tile k: a stretch of t (STRIDE 1) or every other element of one
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    tile = tl.load(t_ptr + (pid // 4) * BLOCK * STRIDE + offs * STRIDE)
+    tl.store(out_ptr + pid * BLOCK + offs, tile)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_tiles_that_programs_share_count_a_read_per_program(stride, strategy):
+    programs, block = 24, 64
+    table = np.arange(programs // 4 * block * stride, dtype=np.float32)
+    out = np.zeros(programs * block, np.float32)
+    with kernel_nb.interpret() as session:
+        _shared_tiles[(programs,)](table, out, STRIDE=stride, BLOCK=block)
+    launch = session.trace[0]
+    assert launch.strategy == ("batched" if strategy == "auto" else "serial")
+    expected = np.zeros(table.size, np.int64)
+    expected[::stride] = 4
+    np.testing.assert_array_equal(launch.buffers["t_ptr"].reads, expected)
+    np.testing.assert_array_equal(out.reshape(-1, 4, block)[:, 0], table[::stride].reshape(-1, block))

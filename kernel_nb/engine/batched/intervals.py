@@ -311,8 +311,14 @@ class IntervalBook:
             shifts, rows = distinct(shape.shift[live], return_counts=True)
             if flat_active is None and shifts.size <= 64:
                 # rows are one tile at a few shifts: add each shift's rows to its tile's elements
+                tile = shape.lanes
+                first, size = (int(tile[0]), tile.size) if tile.size else (0, 0)
+                whole = size and int(tile[-1]) - first + 1 == size  # one stretch: a slice, no index
                 for shift, times in zip(shifts.tolist(), rows.tolist()):
-                    counts[shape.lanes + shift] += times
+                    if whole:
+                        counts[shift + first : shift + first + size] += times
+                    else:
+                        counts[tile + shift] += times
             else:
                 first, last = int(lo[live].min()), int(hi[live].max())
                 running = live if lanes.rows is None else live[lanes.rows]
