@@ -45,6 +45,7 @@ class Access:
     rows: np.ndarray | None = None
     _index: np.ndarray | None = None
     _searched: bool = False
+    _tile: tuple[np.ndarray, np.ndarray] | None = None  # what tile() found (an access asks several times)
 
     def index(self) -> np.ndarray:
         """(rows, lanes) map indices of every lane (masked lanes: whatever their address gives)."""
@@ -86,9 +87,13 @@ class Access:
                 self.affine = Affine(base, found.lanes)
         if not (self.affine and self.direct):
             return None
-        lanes, _ = self.affine.elements(self.arg.itemsize)
-        base = np.broadcast_to(self.affine.base, (len(self.lo),))
-        return (base - self.arg.lo) // self.arg.itemsize, lanes
+        if self._tile is None:
+            lanes, _ = self.affine.elements(self.arg.itemsize)
+            base = np.broadcast_to(self.affine.base, (len(self.lo),))
+            shift = (base - self.arg.lo) // self.arg.itemsize
+            shift.flags.writeable = False  # shared by every caller
+            self._tile = shift, lanes
+        return self._tile
 
     def shape(self, live: np.ndarray) -> TileShape | None:
         """Each row's elements as one sorted set of lanes at a per-row shift (None: no such form,
