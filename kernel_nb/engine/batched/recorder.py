@@ -60,6 +60,7 @@ class _Parked:
     keep_rows: np.ndarray  # the rows the batch did not cut as it ran
     copies: RowCopies
     sizes: list[int]  # per program, the bytes of its values as kept
+    orders: np.ndarray  # per program, its place in the launch order
 
 
 class Oversized(Exception):
@@ -138,6 +139,8 @@ class BatchRecorder(MaskedLoops, Recorder):
             self.keep_rows = np.full(len(pids), open_budget)
         else:
             self.keep_rows = np.array([open_budget and pid in self.selected for pid in pids], bool)
+        # in a split, the bytes its groups that ran keep before each program (see _parked_before)
+        self._before = self._parked_before(pids) if self._parked and self.keep_rows.any() else None
         # every program of the batch runs the same statements: they share the blocks, one row each
         self.record_blocks: list[RecordBlock] = []
         self.event_blocks: list[EventBlock] = []
@@ -631,6 +634,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         # with what the loops the batch is in will record still: a cut sure to come comes now
         ahead = self.loops_ahead.ahead
         spent = np.cumsum(self.held[kept] if ahead is None else self.held[kept] + ahead[kept])
+        if self._before is not None:
+            spent += self._before[kept]
         cut = np.flatnonzero(self.kept_bytes + spent > self.cut_at())
         if cut.size:  # that program is cut (see Recorder.check_budget): it and those after keep none
             self.keep_rows[kept[cut[0] :]] = False
@@ -917,9 +922,34 @@ class BatchRecorder(MaskedLoops, Recorder):
                 self.keep_rows,
                 self._copies,
                 sizes,
+                np.array([self.order_of(pid) for pid in self.batch], np.int64),
             )
         )
         return []
+
+    def _parked_before(self, pids: list[Pid]) -> np.ndarray:
+        """Per program of a group a split runs, the bytes that the split's groups that ran before
+        it keep of programs before it in program order, at least; programs they rule out (one
+        before them was cut, or those bytes reach the budget) are not kept. With its own
+        programs' bytes, that bounds what the serial strategy keeps before a program from below,
+        as the group's own bytes alone do, but closer: a group copies fewer values of programs
+        that cannot be kept. Programs of groups still to run count nothing, so the groups may
+        hold more than the budget between them until the split ends (at most the batch's
+        values, which the working set holds)."""
+        parked = self._parked
+        orders = np.array([self.order_of(pid) for pid in pids], np.int64)
+        ran = np.concatenate([part.orders for part in parked])
+        kept = np.concatenate([np.where(part.keep_rows, part.sizes, 0) for part in parked])
+        cut = np.concatenate(
+            [np.array([p.kept for p in part.programs], bool) & ~part.keep_rows for part in parked]
+        )
+        sort = np.argsort(ran, kind="stable")
+        total = np.concatenate([np.zeros(1, np.int64), np.cumsum(kept[sort])])
+        before = total[np.searchsorted(ran[sort], orders)]
+        self.keep_rows &= self.kept_bytes + before < self.budget
+        if cut.any():
+            self.keep_rows &= orders < ran[cut].min()
+        return before
 
     def end_split(self) -> list[tuple[list[ProgramTrace], list[RecordBlock]]]:
         """The groups of a split have all run (see `begin_split`): their programs and record
