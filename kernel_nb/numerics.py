@@ -12,55 +12,103 @@ comparisons as for the arithmetic.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+
+def ml_dtypes() -> ModuleType:
+    """The ml_dtypes module, imported when first asked for: its import registers a dozen types and
+    their casts with numpy and takes about 0.5 s, which a kernel of numpy's own types never needs."""
+    import ml_dtypes as module
+
+    return module
+
+
+class _Types(Mapping[str, type]):
+    """Triton element type name → numpy type, ml_dtypes' types looked up when first read."""
+
+    def __init__(self, plain: dict[str, type], ml_names: dict[str, str]) -> None:
+        self._plain, self._ml_names = plain, ml_names
+
+    def __getitem__(self, name: str) -> type:
+        found = self._plain.get(name)
+        if found is not None:
+            return found
+        if name in self._ml_names:
+            return getattr(ml_dtypes(), self._ml_names[name])
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:  # without the import
+        return name in self._plain or name in self._ml_names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._plain, *self._ml_names])
+
+    def __len__(self) -> int:
+        return len(self._plain) + len(self._ml_names)
+
+    def numpy_name(self, name: str) -> str:
+        """numpy's name of the type `name` maps to, without the import."""
+        return self._ml_names[name] if name in self._ml_names else np.dtype(self._plain[name]).name
+
+
+# Triton's names of the types ml_dtypes holds → ml_dtypes' (numpy's) names of those types
+_ML_NAMES = {
+    "bf16": "bfloat16",
+    "fp8e4nv": "float8_e4m3fn",
+    "fp8e5": "float8_e5m2",
+    "fp8e4b8": "float8_e4m3fnuz",
+    "fp8e5b16": "float8_e5m2fnuz",
+}
 # Triton's element type names → the numpy type that holds their values (ml_dtypes for bf16 and
 # fp8). The one such table: `engine.triton_compat.TL_DTYPES` maps the other way, numpy names to
 # Triton's type objects.
-NUMPY_TYPES: dict[str, type] = {
-    "int1": np.bool_,
-    "int8": np.int8,
-    "int16": np.int16,
-    "int32": np.int32,
-    "int64": np.int64,
-    "uint8": np.uint8,
-    "uint16": np.uint16,
-    "uint32": np.uint32,
-    "uint64": np.uint64,
-    "fp16": np.float16,
-    "fp32": np.float32,
-    "fp64": np.float64,
-    "bf16": ml_dtypes.bfloat16,
-    "fp8e4nv": ml_dtypes.float8_e4m3fn,
-    "fp8e5": ml_dtypes.float8_e5m2,
-    "fp8e4b8": ml_dtypes.float8_e4m3fnuz,
-    "fp8e5b16": ml_dtypes.float8_e5m2fnuz,
-}
+NUMPY_TYPES = _Types(
+    {
+        "int1": np.bool_,
+        "int8": np.int8,
+        "int16": np.int16,
+        "int32": np.int32,
+        "int64": np.int64,
+        "uint8": np.uint8,
+        "uint16": np.uint16,
+        "uint32": np.uint32,
+        "uint64": np.uint64,
+        "fp16": np.float16,
+        "fp32": np.float32,
+        "fp64": np.float64,
+    },
+    _ML_NAMES,
+)
 # Triton element type name → the ml_dtypes type whose bits the interpreter stores.
-BITS_TYPES: dict[str, type] = {
-    **{name: NUMPY_TYPES[name] for name in ("bf16", "fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16")},
-    # fp8e4b15 (exponent bias 15, every encoding finite, 0x80 is -0) has no ml_dtypes type: it is
-    # e4m3b11fnuz scaled by 2**-4, with 0x80 read as -0 where that type reads NaN
-    "fp8e4b15": ml_dtypes.float8_e4m3b11fnuz,
-}
-# numpy's names of the ml_dtypes types, which np.dtype does not know by name
-_BY_NAME: dict[str, type] = {np.dtype(t).name: t for t in BITS_TYPES.values()}
+# fp8e4b15 (exponent bias 15, every encoding finite, 0x80 is -0) has no ml_dtypes type: it is
+# e4m3b11fnuz scaled by 2**-4, with 0x80 read as -0 where that type reads NaN
+BITS_TYPES = _Types({}, {**_ML_NAMES, "fp8e4b15": "float8_e4m3b11fnuz"})
+# numpy's names of the ml_dtypes types, which np.dtype does not know by name until they are imported
+_ML_TYPE_NAMES = frozenset(BITS_TYPES.numpy_name(name) for name in BITS_TYPES)
 # the ml_dtypes floats that torch tensors hold and comparisons measure in ulps
-_COMPARED = frozenset(np.dtype(NUMPY_TYPES[name]).name for name in ("bf16", "fp8e4nv", "fp8e5"))
+_COMPARED = frozenset(NUMPY_TYPES.numpy_name(name) for name in ("bf16", "fp8e4nv", "fp8e5"))
 _B15_SCALE = np.float32(16.0)
 
 
 def numpy_dtype(name: str) -> np.dtype:
     """A numpy dtype by its name, ml_dtypes' names ("bfloat16", "float8_e4m3fn", ...) included."""
-    return np.dtype(_BY_NAME.get(name, name))
+    return np.dtype(getattr(ml_dtypes(), name) if name in _ML_TYPE_NAMES else name)
 
 
 def is_float(dtype: np.dtype) -> bool:
     """Whether a buffer of `dtype` is compared as floats: numpy's, bf16 and the two fp8 of torch."""
     return dtype.kind == "f" or dtype.name in _COMPARED
+
+
+def is_float_name(numpy_name: str) -> bool:
+    """`is_float` of the dtype numpy names `numpy_name`, without importing ml_dtypes for it."""
+    if numpy_name in _ML_TYPE_NAMES:
+        return numpy_name in _COMPARED
+    return np.dtype(numpy_name).kind == "f"
 
 
 def is_bits_float(type_name: str) -> bool:
@@ -95,7 +143,7 @@ def _encode_as(x: np.ndarray, target: type) -> np.ndarray:
     if np.dtype(target).itemsize == 2:
         bits = x.astype(target).view(np.uint16)
         return np.where(nan, np.uint16(0x7FFF), bits).astype(np.uint16)
-    largest = float(ml_dtypes.finfo(target).max)
+    largest = float(ml_dtypes().finfo(target).max)
     with np.errstate(invalid="ignore"):
         clipped = np.clip(x, -largest, largest)
     bits = clipped.astype(target).view(np.uint8)
@@ -227,7 +275,7 @@ def _split(x: np.ndarray, parts: int, precision: str) -> list[np.ndarray]:
         if precision == "tf32x3":
             part = round_to_tf32(rest) if i == 0 else truncate_to_tf32(rest)
         else:
-            part = rest.astype(ml_dtypes.bfloat16).astype(np.float32)
+            part = rest.astype(ml_dtypes().bfloat16).astype(np.float32)
         out.append(part)
         with np.errstate(invalid="ignore"):
             rest = np.subtract(rest, part, dtype=np.float32)

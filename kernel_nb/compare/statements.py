@@ -29,7 +29,7 @@ import numpy as np
 from kernel_nb.compare.buffers import ulp_distance
 from kernel_nb.compare.reevaluate import agrees, recompute
 from kernel_nb.compare.tolerance import EXACT, TF32, tolerance_for
-from kernel_nb.numerics import NUMPY_TYPES, is_float, numpy_dtype
+from kernel_nb.numerics import NUMPY_TYPES, is_float_name, numpy_dtype
 from kernel_nb.trace import Launch, Pid, ProgramDivergence, Record, StatementDiff, Tolerance
 
 # Lanes listed per statement.
@@ -37,7 +37,7 @@ MAX_LANES = 4096
 RELAXED_FACTOR = 10.0
 
 # Triton's names of the float types the policy has a tolerance for.
-_FLOATS = {name: t for name, t in NUMPY_TYPES.items() if is_float(np.dtype(t))}
+_FLOATS = frozenset(name for name in NUMPY_TYPES if is_float_name(NUMPY_TYPES.numpy_name(name)))
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def _classify(
     origins = _origins(record, probe, live)
     floating = record.dtype in _FLOATS
     if floating:
-        strict = tolerance_for(np.dtype(_FLOATS[record.dtype]).name, rtol=rtol, atol=atol)
+        strict = tolerance_for(NUMPY_TYPES.numpy_name(record.dtype), rtol=rtol, atol=atol)
         out, special, distance, ulp = _float_differences(cpu, gpu, strict)
     else:
         strict = EXACT
@@ -267,7 +267,7 @@ def _carried_in(
     operands = {n: seen_gpu[(frame, n)] for n in names if (frame, n) in seen_gpu}
     if len(operands) != len(names):
         return None
-    local = recompute(expression, operands, np.dtype(_FLOATS[record.dtype]))
+    local = recompute(expression, operands, np.dtype(NUMPY_TYPES[record.dtype]))
     if local is None or not agrees(local, gpu, strict.rtol, strict.floor(cpu)):
         return None
     return sorted(names)

@@ -24,12 +24,10 @@ import numpy as np
 from kernel_nb.engine import host_pages, triton_compat
 from kernel_nb.numerics import NUMPY_TYPES
 
-# torch dtype name → numpy type. torch's fnuz fp8 types (fp8e4b8, fp8e5b16) are not taken: the
-# interpreter has never accepted torch tensors of them.
-TORCH_TYPES: dict[str, type] = {
-    np.dtype(numpy_type).name: numpy_type
-    for name, numpy_type in NUMPY_TYPES.items()
-    if name not in ("fp8e4b8", "fp8e5b16")
+# torch dtype name → Triton's name of the type. torch's fnuz fp8 types (fp8e4b8, fp8e5b16) are not
+# taken: the interpreter has never accepted torch tensors of them.
+TORCH_TYPES: dict[str, str] = {
+    NUMPY_TYPES.numpy_name(name): name for name in NUMPY_TYPES if name not in ("fp8e4b8", "fp8e5b16")
 }
 
 
@@ -316,7 +314,7 @@ def torch_dtype(path: str, dtype: Any) -> np.dtype:
     name = str(dtype).removeprefix("torch.")
     if name not in TORCH_TYPES:
         raise ArgumentError(_no_equivalent(path, "torch", dtype))
-    return np.dtype(TORCH_TYPES[name])
+    return np.dtype(NUMPY_TYPES[TORCH_TYPES[name]])
 
 
 def regions(described: list[ArrayLeaf]) -> list[Region]:

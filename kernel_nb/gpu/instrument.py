@@ -60,10 +60,11 @@ _TL_NAMES = {
     for name, value in reversed(list(vars(tl).items()))
     if isinstance(value, tl.dtype) and not isinstance(value, tl.pointer_type) and str(value) != "void"
 }
-# bool values are stored as bytes; the fp8 types of AMD GPUs are not logged
-_NUMPY: dict[str, Any] = {
-    name: np.int8 if name == "int1" else kind
-    for name, kind in NUMPY_TYPES.items()
+# Triton's type name → numpy's name of the type a value is logged as: bool values are stored as
+# bytes; the fp8 types of AMD GPUs are not logged
+_STORAGE: dict[str, str] = {
+    name: "int8" if name == "int1" else NUMPY_TYPES.numpy_name(name)
+    for name in NUMPY_TYPES
     if name not in ("fp8e4b8", "fp8e5b16")
 }
 
@@ -210,8 +211,7 @@ def storage_of(dtype: str) -> str | None:
     """The numpy dtype a value of Triton type `dtype` is logged as, or None when it cannot be."""
     if dtype.startswith("pointer<"):
         return "int64"
-    kind = _NUMPY.get(dtype)
-    return None if kind is None else np.dtype(kind).name
+    return _STORAGE.get(dtype)
 
 
 def _points(launch: Launch, records: dict[Pid, list[Record]]) -> tuple[dict[int, ProbePoint], dict[int, str]]:
@@ -412,7 +412,7 @@ def _probe_source(name: str, point: ProbePoint, capacity: int, header: int) -> s
 
 
 def _element_name(storage: str) -> str:
-    triton_name = next(k for k, v in _NUMPY.items() if np.dtype(v).name == storage and k != "int1")
+    triton_name = next(k for k, v in _STORAGE.items() if v == storage and k != "int1")
     return _TL_NAMES[triton_name]
 
 

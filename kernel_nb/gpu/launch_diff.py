@@ -118,7 +118,7 @@ SHADOW_REASON = (
     f"fp64 shadow: per element, {SHADOW_FACTOR:g}x the interpreter's error against the fp64 reference "
     f"(at least {SHADOW_ULPS:g} ulps)"
 )
-_TRITON_NAMES = {np.dtype(t).name: name for name, t in numerics.NUMPY_TYPES.items()}
+_TRITON_NAMES = {numerics.NUMPY_TYPES.numpy_name(name): name for name in numerics.NUMPY_TYPES}
 
 
 def shadow_floors(reference: np.ndarray | None, cpu: np.ndarray) -> np.ndarray | None:

@@ -127,11 +127,14 @@ TL_DTYPES: dict[str, Any] = {
 def storage_of(element: Any) -> tuple[np.dtype | None, Any]:
     """The numpy dtype an array of Triton element type `element` is held in, and the element type
     itself where numpy has no name for it (fp8e4b15 is held as uint8); (None, None) for a non-element."""
-    import ml_dtypes
-
     for name, known in TL_DTYPES.items():
         if known == element:
-            return np.dtype(getattr(ml_dtypes, name, name)), None
+            try:
+                return np.dtype(name), None
+            except TypeError:  # an ml_dtypes type, not registered with numpy until imported
+                import ml_dtypes
+
+                return np.dtype(getattr(ml_dtypes, name)), None
     if isinstance(element, tl.dtype) and element.is_fp8():
         return np.dtype(np.uint8), element
     return None, None
