@@ -20,3 +20,13 @@ def strategy(request, monkeypatch):
 
     monkeypatch.setattr(kernel_nb, "interpret", interpret)
     return request.param
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """The arrays the batched recorder copies values of kept programs into, as the launch makes them."""
+    from kernel_nb.engine.batched import recorder
+
+    made, copied = recorder._copied, []
+    monkeypatch.setattr(recorder, "_copied", lambda rows, at: copied.append(made(rows, at)) or copied[-1])
+    return copied

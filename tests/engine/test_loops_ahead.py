@@ -10,7 +10,6 @@ import triton
 import triton.language as tl
 
 import kernel_nb
-from kernel_nb.engine.batched import recorder
 from kernel_nb.engine.rewrite import rewrite
 
 
@@ -155,17 +154,14 @@ def test_the_batch_keeps_the_programs_the_serial_strategy_keeps(kernel, constant
         assert got == [(r.stmt, r.iteration, r.summary) for r in serial.programs[pid].records]
 
 
-def test_a_loop_copies_the_values_of_about_the_programs_it_keeps(strategy, monkeypatch):
+def test_a_loop_copies_the_values_of_about_the_programs_it_keeps(strategy, copies):
     # 64 programs of 128 iterations; the budget keeps 8. Not knowing what the loop will record,
     # the batch would copy the values of every program it still keeps at each iteration and cut
     # them one by one as their bytes grow (33 MiB copied for 4.3 MiB kept); knowing it, it keeps
     # the 8 from the second iteration on
     if strategy == "serial":
         pytest.skip("measures the batched strategy")
-    copied = []
-    made = recorder._copied
-    monkeypatch.setattr(recorder, "_copied", lambda rows, at: copied.append(made(rows, at)) or copied[-1])
     launch, _ = _launch(_steps, "auto", 4 << 20, 64, 1024, STEPS=128)
     assert launch.strategy == "batched"
     assert sum(p.kept for p in launch.programs.values()) == 8
-    assert sum(c.nbytes for c in copied) < 1.25 * launch.kept_bytes
+    assert sum(c.nbytes for c in copies) < 1.25 * launch.kept_bytes

@@ -8,7 +8,6 @@ import triton
 import triton.language as tl
 
 import kernel_nb
-from kernel_nb.engine.batched import recorder
 
 
 @triton.jit
@@ -102,19 +101,16 @@ def _even_heavy(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, acc)
 
 
-def test_a_group_copies_no_values_of_programs_the_groups_before_it_put_past_the_budget(strategy, monkeypatch):
+def test_a_group_copies_no_values_of_programs_the_groups_before_it_put_past_the_budget(strategy, copies):
     # the even programs reach the budget by program 14; the odd ones after that cannot be kept,
     # whatever they record: their group makes no copies of their values (counting the even
     # group's bytes alone, it copied 3.9 MB for 1.1 kept; now 2.2, the even group's rows copied
     # once when it ends and once more when the split does)
     if strategy == "serial":
         pytest.skip("measures the batched strategy")
-    copied = []
-    made = recorder._copied
-    monkeypatch.setattr(recorder, "_copied", lambda rows, at: copied.append(made(rows, at)) or copied[-1])
     launch, _ = _launch(_even_heavy, "auto", programs=256, block=1024, budget_bytes=1 << 20)
     serial, _ = _launch(_even_heavy, "serial", programs=256, block=1024, budget_bytes=1 << 20)
     assert launch.strategy == "batched"
     kept = _kept(launch)
     assert kept == _kept(serial) and 4 < len(kept) < 32
-    assert sum(c.nbytes for c in copied) < 2.5 * launch.kept_bytes
+    assert sum(c.nbytes for c in copies) < 2.5 * launch.kept_bytes

@@ -907,8 +907,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         sizes = self._program_sizes()
         if not self._splits:
             self._apply_budget(zip(self.programs, sizes, self.keep_rows.tolist()))
-            self.keep_rows[:] = [program.kept for program in self.programs]
-            self._let_go_of_cut_rows(ended=True)
+            self._keep_only_kept()
             return [(self.programs, self.record_blocks)]
         # the cuts the batch made are the serial strategy's too (a program's bytes before it, of
         # its group alone, are at most those of every program before it): their rows go now
@@ -959,24 +958,22 @@ class BatchRecorder(MaskedLoops, Recorder):
             return []  # a split inside a split: the outer one ends it
         parked, self._parked = self._parked, []
         order = sorted(
-            (self.order_of(program.pid), i, r)
-            for i, part in enumerate(parked)
-            for r, program in enumerate(part.programs)
+            (place, i, r) for i, part in enumerate(parked) for r, place in enumerate(part.orders.tolist())
         )
         self._apply_budget(
             (parked[i].programs[r], parked[i].sizes[r], bool(parked[i].keep_rows[r])) for _, i, r in order
         )
         for part in parked:  # each batch's rows of the programs cut go, as at the end of a batch
-            self.batch, self.programs, self.keep_rows, self._copies = (
-                part.batch,
-                part.programs,
-                part.keep_rows,
-                part.copies,
-            )
+            self.batch, self.programs, self.keep_rows = part.batch, part.programs, part.keep_rows
             self.record_blocks, self.event_blocks = part.record_blocks, part.event_blocks
-            self.keep_rows[:] = [program.kept for program in self.programs]
-            self._let_go_of_cut_rows(ended=True)
+            self._copies = part.copies
+            self._keep_only_kept()
         return [(part.programs, part.record_blocks) for part in parked]
+
+    def _keep_only_kept(self) -> None:
+        """The batch's rows follow the budget's decisions, and the cut programs' values go."""
+        self.keep_rows[:] = [program.kept for program in self.programs]
+        self._let_go_of_cut_rows(ended=True)
 
     def _program_sizes(self) -> list[int]:
         """Per program of the batch, the bytes of its values as kept."""
@@ -987,11 +984,11 @@ class BatchRecorder(MaskedLoops, Recorder):
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
         return sizes.tolist()
 
-    def _apply_budget(self, taken: Iterable[tuple[ProgramTrace, int, bool]]) -> int:
+    def _apply_budget(self, taken: Iterable[tuple[ProgramTrace, int, bool]]) -> None:
         """Apply the capture budget to programs in program order, as the serial strategy does as it
         goes: `taken` gives each with the bytes of its values as kept, and whether its batch left
         it open (a row the batch stopped keeping was cut: its values may be gone already). Sets
-        `_kept_row_bytes` by the programs kept; returns how many were."""
+        `_kept_row_bytes` by the programs kept."""
         kept_bytes_before, kept, cut_at = self.kept_bytes, 0, self.cut_at()
         for program, size, open_row in taken:
             if not program.kept:
@@ -1008,7 +1005,6 @@ class BatchRecorder(MaskedLoops, Recorder):
                 deferred.keep_values = False
         if kept:
             self._kept_row_bytes = -(-(self.kept_bytes - kept_bytes_before) // kept)
-        return kept
 
     def programs_to_budget(self) -> int | None:
         """How many programs from here on the budget keeps, by what the last batch's kept
