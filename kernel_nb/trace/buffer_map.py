@@ -65,7 +65,8 @@ class BufferMap:
         # that make the marks of a read / write
         self._later: list[tuple[str, int, Any]] = []
         self._later_bytes = 0  # what the marks handed over hold (each may be a view of a whole array)
-        self._never_written: tuple[tuple[int, ...], np.ndarray] | None = None  # marks' ids, result
+        # marks' ids, and what `_batch_coverage` made of them
+        self._coverage: tuple[tuple[int, ...], tuple[np.ndarray, np.ndarray]] | None = None
 
     @staticmethod
     def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
@@ -146,7 +147,7 @@ class BufferMap:
     def clear(self) -> None:
         """No access recorded (a launch that starts over)."""
         self._later, self._later_bytes = [], 0
-        self._never_written = None
+        self._coverage = None
         self._reads = self._writes = None
         self._writes_out = False
         self._last_writer = BufferMap.nobody(self.size)
@@ -188,29 +189,50 @@ class BufferMap:
 
     def never_written(self) -> np.ndarray:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
-        marks = [(kind, start, m) for kind, start, m in self._later if kind in ("write", "write-later")]
-        if marks and not self._writes_out and all(kind != "write-count" for kind, _, _ in self._later):
-            # only whole batches' marks so far: which elements they cover, without the counts;
-            # several detectors ask, of the same marks
-            key = tuple(id(m) for _, _, m in marks)
-            cached = getattr(self, "_never_written", None)  # (a map saved before it had one)
-            if cached is not None and cached[0] == key:
-                return cached[1]
-            covered = np.zeros(self.size + 1, bool)
-            for kind, start, m in marks:
-                if kind == "write-later":
-                    for put in m[1]:
-                        put(covered, True)
-                else:
-                    covered[start : start + m.size] |= m >= 0
-            found = np.flatnonzero(~covered[: self.size])
-            found.flags.writeable = False
-            self._never_written = (key, found)
-            return found
+        coverage = self._batch_coverage()
+        if coverage is not None:
+            return coverage[0]
         return np.flatnonzero(self.writes == 0)
 
     def written_more_than_once(self) -> np.ndarray:
+        """Element offsets that more than one program wrote."""
+        if not self.written:  # (a buffer only read: its reads need not be added in to tell)
+            return np.zeros(0, np.intp)
+        coverage = self._batch_coverage()
+        if coverage is not None:
+            return coverage[1]
         return np.flatnonzero(self.writes > 1)
+
+    def _batch_coverage(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Elements no batch wrote, and elements more than one batch wrote, from whole batches'
+        marks alone (None: the map holds counts besides them). The viewer asks of every buffer
+        of every launch it shows, and the coverage checks ask too: counts and last writers would
+        fill three arrays of the buffer's size, a bool array per batch tells. A batch counts an
+        element once, as its marks add to the counts."""
+        marks = [(kind, start, m) for kind, start, m in self._later if kind in ("write", "write-later")]
+        if not marks or self._writes_out or any(kind == "write-count" for kind, _, _ in self._later):
+            return None
+        key = tuple(id(m) for _, _, m in marks)
+        cached = getattr(self, "_coverage", None)  # (a map saved before it had one)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        once = np.zeros(self.size + 1, bool)
+        twice = np.zeros(self.size + 1, bool)
+        batch = np.empty(self.size + 1, bool)
+        for kind, start, m in marks:
+            batch.fill(False)
+            if kind == "write-later":
+                for put in m[1]:
+                    put(batch, True)
+            else:
+                batch[start : start + m.size] = m >= 0
+            twice |= once & batch
+            once |= batch
+        found = np.flatnonzero(~once[: self.size]), np.flatnonzero(twice[: self.size])
+        for made in found:
+            made.flags.writeable = False
+        self._coverage = (key, found)
+        return found
 
 
 def _writers(size: int, puts: list[Callable[[np.ndarray], None]]) -> np.ndarray:
