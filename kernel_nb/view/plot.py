@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -96,16 +96,24 @@ def plot(
     return ax
 
 
-def draw_value(ax: Axes, value: np.ndarray, title: str) -> None:
-    """Heatmap of a value on `ax`: rank ≤ 2 as is, higher ranks as their first 2-D slice."""
+def drawn(value: np.ndarray) -> tuple[np.ndarray, str]:
+    """The 2-D array a heatmap of `value` shows (rank ≤ 2 as a matrix, a vector as a one-row
+    strip, higher ranks as their first 2-D slice), and what its title says of the slice."""
+    data = np.asarray(value)
+    note = ""
+    if data.ndim > 2:
+        note = f"  [slice {(0,) * (data.ndim - 2)}]"
+        data = data[(0,) * (data.ndim - 2)]
+    return (data.reshape(1, -1) if data.ndim < 2 else data), note
+
+
+def draw_value(ax: Axes, value: np.ndarray, title: str | None, cax: Axes | None = None) -> None:
+    """Heatmap of a value on `ax` (see `drawn`), titled `title` (None: untitled), its colour bar
+    on `cax` (None: taken from `ax`'s side, the cells square; given, `ax` is sized for them)."""
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize, to_rgba
 
-    data = np.asarray(value)
-    if data.ndim > 2:
-        title += f"  [slice {(0,) * (data.ndim - 2)}]"
-        data = data[(0,) * (data.ndim - 2)]
-    data = data.reshape(1, -1) if data.ndim < 2 else data
+    data, note = drawn(value)
     floats = data.astype(np.float64)
     finite = np.isfinite(floats)
     lo, hi = (float(floats[finite].min()), float(floats[finite].max())) if finite.any() else (0.0, 1.0)
@@ -116,27 +124,25 @@ def draw_value(ax: Axes, value: np.ndarray, title: str) -> None:
     rgba[floats == np.inf] = to_rgba(POSINF_COLOR)
     rgba[floats == -np.inf] = to_rgba(NEGINF_COLOR)
     strip = data.shape[0] == 1
-    ax.imshow(rgba, interpolation="nearest", aspect="auto" if strip else "equal")
+    # given a colour bar's axes, `ax` was sized for the heatmap (see static.py): it fills them
+    ax.imshow(rgba, interpolation="nearest", aspect="auto" if strip or cax is not None else "equal")
     if strip:
         ax.set_yticks([])
-    ax.set_title(title, fontsize=9)
-    figure = ax.get_figure()
-    if figure is not None:
-        figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.046, pad=0.04)
+    if title is not None:
+        ax.set_title(title + note, fontsize=9)
+    _colorbar(ax, ScalarMappable(norm=norm, cmap=cmap), cax)
 
 
-def draw_error(ax: Axes, ulps: np.ndarray, title: str) -> None:
+def draw_error(ax: Axes, ulps: np.ndarray, title: str, cax: Axes | None = None) -> None:
     """Heatmap of errors in ulps on `ax`, as the viewer's error map draws them: a log scale, dark
-    where exact, bright where far off; NaN (an error with no size) in its own colour."""
+    where exact, bright where far off; NaN (an error with no size) in its own colour. Its colour
+    bar on `cax` (None: taken from `ax`'s side)."""
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import FuncNorm, to_rgba
 
-    data = np.asarray(ulps, dtype=np.float64)
-    if data.ndim > 2:
-        title += f"  [slice {(0,) * (data.ndim - 2)}]"
-        data = data[(0,) * (data.ndim - 2)]
-    data = data.reshape(1, -1) if data.ndim < 2 else data
+    data, note = drawn(np.asarray(ulps, dtype=np.float64))
+    title += note
     finite = np.isfinite(data)
     top = float(data[finite].max()) if finite.any() else 0.0
     norm = FuncNorm((np.log1p, np.expm1), vmin=0.0, vmax=max(top, 1.0))
@@ -144,17 +150,26 @@ def draw_error(ax: Axes, ulps: np.ndarray, title: str) -> None:
     rgba = cmap(norm(np.where(finite, data, top)))
     rgba[np.isnan(data)] = to_rgba(NAN_COLOR)
     strip = data.shape[0] == 1
-    ax.imshow(rgba, interpolation="nearest", aspect="auto" if strip else "equal")
+    # given a colour bar's axes, `ax` was sized for the heatmap (see static.py): it fills them
+    ax.imshow(rgba, interpolation="nearest", aspect="auto" if strip or cax is not None else "equal")
     if strip:
         ax.set_yticks([])
     ax.set_title(f"{title}\nlargest {top:.3g} ulps", fontsize=9)
-    figure = ax.get_figure()
-    if figure is not None:
-        bar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.046, pad=0.04)
+    bar = _colorbar(ax, ScalarMappable(norm=norm, cmap=cmap), cax)
+    if bar is not None:
         # the powers of ten up to the largest error: a log scale reads by its decades
         first = 1 if top >= 100 else 0  # (0 and 1 would overlap on a scale that long)
         decades = [0.0, *(10.0**k for k in range(first, int(np.log10(max(top, 1.0))) + 1))]
         bar.set_ticks(decades, labels=["0", *(f"{d:g}" for d in decades[1:])])
+
+
+def _colorbar(ax: Axes, mappable: Any, cax: Axes | None) -> Any:
+    figure = ax.get_figure()
+    if figure is None:
+        return None
+    if cax is not None:
+        return figure.colorbar(mappable, cax=cax)
+    return figure.colorbar(mappable, ax=ax, fraction=0.046, pad=0.04)
 
 
 def _colormap():  # type: ignore[no-untyped-def]

@@ -9,26 +9,88 @@ import numpy as np
 
 from kernel_nb.trace import Trace
 from kernel_nb.view import precision
-from kernel_nb.view.plot import draw_error, draw_value
+from kernel_nb.view.plot import draw_error, draw_value, drawn
+
+# the layout, in pixels at 80 dpi (scaled with dpi): room for the title's lines above the heatmaps,
+# for tick labels left of and below each, and for its colour bar and that bar's labels right of it
+_LINE, _TOP, _LEFT, _BOTTOM, _GAP, _BAR, _BAR_LABELS = 13, 10, 34, 22, 10, 12, 46
+_STRIP = 40  # a one-row value's height
+_HEIGHT = 3.4  # inches
 
 
 def render_png(
     trace: Trace, launch: int, pid: tuple[int, ...], stmt: int, iteration: tuple[int, ...], dpi: int = 80
 ) -> bytes:
     """The selected record of the selected program as a heatmap, or a line saying why there is none."""
+    out = io.BytesIO()
+    selected_figure(trace, launch, pid, stmt, iteration, dpi).savefig(out, format="png")
+    return out.getvalue()
+
+
+def selected_figure(
+    trace: Trace, launch: int, pid: tuple[int, ...], stmt: int, iteration: tuple[int, ...], dpi: int = 80
+) -> Any:
+    """The figure `render_png` draws.
+
+    The title runs across the top from the left edge, above the heatmap (beside it, with an fp64
+    shadow, the value's error): a title over the heatmap alone was cut off at the image's edges.
+    Each heatmap keeps square cells, at the left of its half. Placed by fixed margins: a layout
+    engine draws the figure once more to measure it, and took half of the PNG's time."""
     # Figure + Agg directly: pyplot would register the figure with the notebook's inline backend.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     value, title, error = _selected(trace, launch, pid, stmt, iteration)
-    figure = Figure(figsize=(7 if error is None else 12, 3.4), dpi=dpi, layout="constrained")
+    width = 7 if error is None else 12
+    drawing = value is not None and np.ndim(value) > 0
+    lines = title.count("\n") + 1
+    height = _HEIGHT
+    if drawing and drawn(value)[0].shape[0] == 1:  # a strip: as tall as its title, strip and ticks
+        height = (_TOP + lines * _LINE + _STRIP + _BOTTOM + _TOP) / 80
+    figure = Figure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(figure)
-    draw_selected(figure.add_subplot(1, 1 if error is None else 2, 1), value, title)
-    if error is not None:  # with an fp64 shadow, its error beside the value, as the viewer shows it
-        draw_error(figure.add_subplot(1, 2, 2), error, "error against the fp64 shadow, in ulps")
-    out = io.BytesIO()
-    figure.savefig(out, format="png")
-    return out.getvalue()
+    scale = dpi / 80
+    if not drawing:
+        draw_selected(figure.add_axes((0, 0, 1, 1)), value, title)
+    else:
+        figure.text(4 / (width * 80), 1 - 4 / (height * 80), title + drawn(value)[1],
+                    ha="left", va="top", fontsize=9)  # fmt: skip
+        room = (width * dpi / (1 if error is None else 2), height * dpi - (_TOP + lines * _LINE) * scale)
+        panels = [(value, None)] if error is None else [(value, None), (error, "error")]
+        for i, (shown, kind) in enumerate(panels):
+            ax, cax = _placed(figure, drawn(shown)[0].shape, i * room[0], room, scale)
+            if kind is None:
+                draw_value(ax, shown, None, cax)
+            else:
+                draw_error(ax, shown, "error against the fp64 shadow, in ulps", cax)
+    return figure
+
+
+def _placed(
+    figure: Any, shape: tuple[int, ...], x: float, room: tuple[float, float], scale: float
+) -> tuple[Any, Any]:
+    """Axes for a heatmap of `shape` (rows, columns) and for its colour bar, in the `room` (width,
+    height in pixels) whose left edge is at `x`: square cells as large as fit (a one-row strip as
+    wide as fits), at the room's top left. The heatmap fills its axes (see `draw_value`)."""
+    pixels_w, pixels_h = figure.bbox.width, figure.bbox.height
+    width = room[0] - (_LEFT + _GAP + _BAR + _BAR_LABELS) * scale
+    height = room[1] - _BOTTOM * scale
+    rows, cols = shape
+    if rows > 1:  # square cells, unless the heatmap would be thinner than a strip either way
+        cell = min(width / cols, height / rows)
+        width, height = (
+            max(cell * cols, min(width, _STRIP * scale)),
+            max(cell * rows, min(height, _STRIP * scale)),
+        )
+    else:
+        height = min(height, _STRIP * scale)
+    left, bottom = x + _LEFT * scale, room[1] - height
+    ax = figure.add_axes((left / pixels_w, bottom / pixels_h, width / pixels_w, height / pixels_h))
+    bar_left = left + width + _GAP * scale
+    cax = figure.add_axes(
+        (bar_left / pixels_w, bottom / pixels_h, _BAR * scale / pixels_w, height / pixels_h)
+    )
+    return ax, cax
 
 
 def draw_selected(ax: Any, value: np.ndarray | None, title: str) -> None:
