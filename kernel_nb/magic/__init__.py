@@ -5,6 +5,7 @@ from __future__ import annotations
 from IPython.core.interactiveshell import InteractiveShell
 
 from kernel_nb.magic.magics import TKernelMagics
+from kernel_nb.magic.warm_up import warm_up
 
 __all__ = ["TKernelMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -12,6 +13,7 @@ __all__ = ["TKernelMagics", "load_ipython_extension", "unload_ipython_extension"
 def load_ipython_extension(ip: InteractiveShell) -> None:
     """Register ``%%tkernel`` and ``%tkernel`` (``%load_ext kernel_nb``); loading twice is harmless."""
     ip.register_magics(TKernelMagics)
+    warm_up()
 
 
 def unload_ipython_extension(ip: InteractiveShell) -> None:

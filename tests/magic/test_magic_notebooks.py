@@ -199,3 +199,27 @@ def test_a_kernel_made_under_triton_interpret_runs_in_the_engine_and_shows_the_v
     assert text_of(check).strip() == "True [256, 257, 258]"
     assert failing.outputs[-1].ename == "KernelMemoryError"
     assert any(o.output_type == "display_data" for o in failing.outputs)  # the failed launch's viewer
+
+
+def test_load_ext_imports_the_viewer_while_the_notebook_waits(run_notebook):
+    watched = "['kernel_nb.view', 'matplotlib.figure', 'matplotlib.backends.backend_agg']"
+    nb = run_notebook(
+        notebook(
+            f"import sys\nprint([m for m in {watched} if m in sys.modules])",
+            "%load_ext kernel_nb",
+            # no cell asks for them: the extension's thread imports them
+            "import threading, time\n"
+            "start = time.monotonic()\n"
+            f"while any(m not in sys.modules for m in {watched}) and time.monotonic() - start < 60:\n"
+            "    time.sleep(0.05)\n"
+            f"print([m for m in {watched} if m in sys.modules])\n"
+            "print([t.name for t in threading.enumerate() if t.name == 'kernel_nb warm-up'])",
+            KERNELS,
+            f"%%tkernel interpret\n{ADD}",
+        )
+    )
+    before, _, after, _, launch = nb.cells
+    assert text_of(before) == "[]\n"
+    assert text_of(after) == f"{watched}\n[]\n"  # all imported, and the thread is done
+    [shown] = launch.outputs
+    assert WIDGET in shown.data and "image/png" in shown.data
