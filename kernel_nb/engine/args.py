@@ -173,8 +173,10 @@ class BoundArguments:
         chosen = set(range(len(self.memories))) if written is None else self.written_memories(written)
         for memory in self.memories:
             # the launch read these where the caller holds them: its private copies keep the
-            # inputs from now on, when the caller may change its arrays (see InputSnapshot)
-            memory.fill()
+            # inputs from now on, when the caller may change its arrays (see InputSnapshot),
+            # read-only (never written, so as the launch read them; shared with other launches
+            # of the same bytes)
+            memory.freeze()
         with _deferred_interrupt():
             changed = {i for i in chosen if not self.memories[i].read_only}
             if inputs is not None:
