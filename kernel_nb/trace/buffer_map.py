@@ -65,8 +65,8 @@ class BufferMap:
         # that make the marks of a read / write
         self._later: list[tuple[str, int, Any]] = []
         self._later_bytes = 0  # what the marks handed over hold (each may be a view of a whole array)
-        # marks' ids, and what `_batch_coverage` made of them
-        self._coverage: tuple[tuple[int, ...], tuple[np.ndarray, np.ndarray]] | None = None
+        # the marks `never_written` told its answer from, and the answer
+        self._coverage: tuple[tuple[Any, ...], np.ndarray] | None = None
 
     @staticmethod
     def fresh(arg: str, size: int, shape: tuple[int, ...], origin: int = 0) -> BufferMap:
@@ -189,50 +189,60 @@ class BufferMap:
 
     def never_written(self) -> np.ndarray:
         """Element offsets that no program wrote (meaningful for a buffer some program wrote)."""
-        coverage = self._batch_coverage()
-        if coverage is not None:
-            return coverage[0]
+        marks = self._batch_write_marks()
+        if marks is not None:
+            # several detectors ask, of the same marks: told once
+            key = tuple(id(m) for _, _, m in marks)
+            told = getattr(self, "_coverage", None)  # (a map saved before it had one)
+            if told is None or told[0] != key:
+                covered = np.zeros(self.size + 1, bool)
+                for kind, start, m in marks:
+                    _mark(covered, kind, start, m)
+                told = self._coverage = (key, _read_only(np.flatnonzero(~covered[: self.size])))
+            return told[1]
         return np.flatnonzero(self.writes == 0)
 
     def written_more_than_once(self) -> np.ndarray:
         """Element offsets that more than one program wrote."""
         if not self.written:  # (a buffer only read: its reads need not be added in to tell)
             return np.zeros(0, np.intp)
-        coverage = self._batch_coverage()
-        if coverage is not None:
-            return coverage[1]
-        return np.flatnonzero(self.writes > 1)
+        marks = self._batch_write_marks()
+        if marks is None:
+            return np.flatnonzero(self.writes > 1)
+        if len(marks) == 1:  # a batch marks an element once
+            return np.zeros(0, np.intp)
+        # a bool array per batch, where counts and last writers would fill three arrays of the
+        # buffer's size (the viewer asks of every buffer of every launch it shows)
+        once, twice, batch = (np.zeros(self.size + 1, bool) for _ in range(3))
+        for kind, start, m in marks:
+            batch.fill(False)
+            _mark(batch, kind, start, m)
+            twice |= once & batch
+            once |= batch
+        return np.flatnonzero(twice[: self.size])
 
-    def _batch_coverage(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Elements no batch wrote, and elements more than one batch wrote, from whole batches'
-        marks alone (None: the map holds counts besides them). The viewer asks of every buffer
-        of every launch it shows, and the coverage checks ask too: counts and last writers would
-        fill three arrays of the buffer's size, a bool array per batch tells. A batch counts an
-        element once, as its marks add to the counts."""
+    def _batch_write_marks(self) -> list[tuple[str, int, Any]] | None:
+        """The whole batches' write marks, where the map holds nothing else of its writes (None:
+        it holds counts): what `never_written` and `written_more_than_once` can tell from alone.
+        A batch counts an element once, as its marks add to the counts."""
         marks = [(kind, start, m) for kind, start, m in self._later if kind in ("write", "write-later")]
         if not marks or self._writes_out or any(kind == "write-count" for kind, _, _ in self._later):
             return None
-        key = tuple(id(m) for _, _, m in marks)
-        cached = getattr(self, "_coverage", None)  # (a map saved before it had one)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        once = np.zeros(self.size + 1, bool)
-        twice = np.zeros(self.size + 1, bool)
-        batch = np.empty(self.size + 1, bool)
-        for kind, start, m in marks:
-            batch.fill(False)
-            if kind == "write-later":
-                for put in m[1]:
-                    put(batch, True)
-            else:
-                batch[start : start + m.size] = m >= 0
-            twice |= once & batch
-            once |= batch
-        found = np.flatnonzero(~once[: self.size]), np.flatnonzero(twice[: self.size])
-        for made in found:
-            made.flags.writeable = False
-        self._coverage = (key, found)
-        return found
+        return marks
+
+
+def _mark(covered: np.ndarray, kind: str, start: int, marks: Any) -> None:
+    """Set the elements one batch's write marks cover."""
+    if kind == "write-later":
+        for put in marks[1]:
+            put(covered, True)
+    else:
+        covered[start : start + marks.size] |= marks >= 0
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def _writers(size: int, puts: list[Callable[[np.ndarray], None]]) -> np.ndarray:

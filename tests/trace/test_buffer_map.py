@@ -51,7 +51,7 @@ def test_coverage_from_batch_marks_is_what_the_counts_say_without_making_them():
     size = 20
     bmap, counted = _marked(size), _marked(size)
     writes = counted.writes  # counts made: the map's own answers come from them
-    assert counted._batch_coverage() is None
+    assert counted._batch_write_marks() is None
     assert bmap.written_more_than_once().tolist() == np.flatnonzero(writes > 1).tolist() == [5, 6]
     assert bmap.never_written().tolist() == np.flatnonzero(writes == 0).tolist()
     assert bmap.never_written().tolist() == [0, 1, 2, 7, 9, 14, 15, 16, 17, 18, 19]
