@@ -23,6 +23,7 @@ from IPython.display import Image, display
 
 from kernel_nb.gpu.runner import GpuTrace
 from kernel_nb.gpu.session import GpuOptions, GpuSession
+from kernel_nb.magic.cell_viewers import VIEWERS
 from kernel_nb.options import Options
 from kernel_nb.trace import Trace
 
@@ -55,7 +56,7 @@ def show(session: GpuSession, mode: str) -> None:
     from kernel_nb.view.compare import comparison_png
 
     print_reports(session)
-    display(TraceViewer(session.trace))
+    VIEWERS.show(TraceViewer(session.trace))
     for launch in session.trace:
         if launch.comparison is not None and not launch.comparison.ok:
             display(Image(data=comparison_png(launch), format="png"))

@@ -16,12 +16,11 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import parse_argstring
-from IPython.display import display
 
 import kernel_nb
 from kernel_nb.errors import KernelError
 from kernel_nb.magic import cell as cells
-from kernel_nb.magic import flags, gpu_modes, minimizing, recording
+from kernel_nb.magic import cell_viewers, flags, gpu_modes, minimizing, recording
 from kernel_nb.minimize import Minimized
 from kernel_nb.options import Options
 from kernel_nb.progress import Progress
@@ -99,7 +98,7 @@ class TKernelMagics(Magics):
             assert shell is not None
             result = minimizing.run(shell, line.split(maxsplit=1)[1] if " " in line.strip() else "")
             if not self.quiet:
-                display(_viewer(Trace([result.launch]), _first_error(result)))
+                cell_viewers.VIEWERS.show(_viewer(Trace([result.launch]), _first_error(result)))
             return None
         args = parse_argstring(self.tkernel, line)
         if cell is None:
@@ -128,7 +127,7 @@ class TKernelMagics(Magics):
                 _show_failure(error, session.trace, args.name, quiet=quiet)
                 raise
             if not quiet:
-                display(_viewer(session.trace))
+                cell_viewers.VIEWERS.show(_viewer(session.trace))
             return value
         gpu_session = gpu_modes.session_for(options, gpu)
         try:
@@ -143,7 +142,7 @@ class TKernelMagics(Magics):
             raise
         if not quiet:
             if mode == "interpret":
-                display(_viewer(gpu_session.trace))
+                cell_viewers.VIEWERS.show(_viewer(gpu_session.trace))
             else:
                 gpu_modes.show(gpu_session, mode)
         return value
@@ -156,7 +155,7 @@ def _show_failure(error: KernelError, trace: Trace, name: str | None, *, quiet: 
     if at is None:
         return
     if not quiet:
-        display(_viewer(trace, at))
+        cell_viewers.VIEWERS.show(_viewer(trace, at))
     cells.note_recording(error, at, name, viewer=not quiet)
 
 

@@ -33,7 +33,7 @@ def run(ip: InteractiveShell, source: str):
 
 def test_vector_add_runs_in_the_engine_and_binds_the_trace(ip, monkeypatch):
     shown: list[object] = []
-    monkeypatch.setattr("kernel_nb.magic.magics.display", shown.append)
+    monkeypatch.setattr("kernel_nb.magic.cell_viewers.display", shown.append)
 
     result = run(ip, f"%%tkernel interpret\n{ADD}")
 
@@ -52,7 +52,7 @@ def test_vector_add_runs_in_the_engine_and_binds_the_trace(ip, monkeypatch):
 
 def test_name_binds_the_trace_too_and_quiet_displays_nothing(ip, monkeypatch, capsys):
     shown: list[object] = []
-    monkeypatch.setattr("kernel_nb.magic.magics.display", shown.append)
+    monkeypatch.setattr("kernel_nb.magic.cell_viewers.display", shown.append)
 
     result = run(ip, f"%%tkernel interpret --quiet --name tr\n{ADD}")
 

@@ -21,7 +21,7 @@ def run(ip, source: str):
 
 def shown_by(monkeypatch) -> list[object]:
     shown: list[object] = []
-    monkeypatch.setattr("kernel_nb.magic.magics.display", shown.append)
+    monkeypatch.setattr("kernel_nb.magic.cell_viewers.display", shown.append)
     return shown
 
 
