@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernel_nb.engine import allocator, arrays, snapshots
+from kernel_nb.engine import allocator, arrays, shared_inputs
 from kernel_nb.engine.arrays import ArgumentError
 
 # Every Memory gets a window of the kernel's address space of its own: the kernel's pointers are
@@ -95,14 +95,14 @@ class Memory:
     def freeze(self) -> None:
         """Fill a lazy copy read-only: what is read from it stays as it was read. A live copy of
         the same host memory, made by another launch and still equal to it, serves instead (see
-        snapshots.py)."""
+        shared_inputs.py)."""
         if self.lazy:
-            shared = snapshots.find(self.lo, self.hi, self.read()) if self.space == "host" else None
+            shared = shared_inputs.find(self.lo, self.hi, self.read()) if self.space == "host" else None
             if shared is None:
                 self.fill()
                 self.arena.flags.writeable = False
                 if self.space == "host":
-                    snapshots.remember(self.lo, self.hi, self.arena)
+                    shared_inputs.remember(self.lo, self.hi, self.arena)
             else:
                 self.arena, self.lazy = shared, False
             self.frozen = True
