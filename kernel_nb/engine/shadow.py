@@ -37,7 +37,7 @@ import triton.language as tl
 
 from kernel_nb import numerics
 from kernel_nb.checks.precision import StoredOutput
-from kernel_nb.engine import libdevice, triton_compat
+from kernel_nb.engine import triton_compat
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.patches import patched_methods
 from kernel_nb.engine.shadow_reference import References
@@ -466,6 +466,10 @@ class ShadowRun:
         has one (`__nv_expf` → `__nv_exp`)."""
         if self.inside or not floating(result) or not any(floating(h) for h in handles):
             return
+        # imported by the first shadowed libdevice call, as the call itself imports it
+        # (patches._libdevice): its tables are a sixth of the package's import
+        from kernel_nb.engine import libdevice
+
         wide = symbol[:-1] if symbol.endswith("f") and symbol[:-1] in libdevice.SYMBOLS else None
         if wide is None:
             return
