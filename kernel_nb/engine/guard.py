@@ -76,6 +76,9 @@ class MemoryGuard:
         self.observations = observations
         self.turns = turns  # programs that may wait for each other take turns
         self.descriptor: Any = None  # the tensor descriptor whose load or store runs, if one does
+        # a masked load without other= filled masked-off lanes (with the interpreter's 0): only
+        # then can the masked-fill detector's replays find anything (see perturb.py)
+        self.filled_lanes = False
         for b in addresses.arguments:
             if b.name in launch.buffers:  # kept across attempts and replays of the launch
                 continue
@@ -101,6 +104,10 @@ class MemoryGuard:
             ok = self.addresses.writable(lanes, itemsize)
             if not ok.all():
                 self._read_only(op, lanes, ok)
+
+    def lanes_off(self, active: np.ndarray) -> bool:
+        """Whether the access just checked has lanes that are not active."""
+        return not bool(np.all(active))
 
     def _where(self, op: str) -> tuple[str, int, tuple[int, int, int], str, str, str]:
         file, line = self.locate()
@@ -483,6 +490,8 @@ class MemoryGuard:
         def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any, **options: Any) -> Any:
             addresses, active = self.lanes(ptrs, mask)
             self.check("load", ptrs, addresses, active, unmasked[0])
+            if other is None and mask is not None and not self.filled_lanes:
+                self.filled_lanes = self.lanes_off(active)
             self.before_read(addresses, active)
             result = self.load(
                 lambda: load(host(ptrs, write=False), mask, other, *rest, **options), ptrs, other

@@ -105,12 +105,14 @@ class Engine:
         started = time.perf_counter()
         context: SerialRun | None = None
         # the language routed once for every run of the launch's programs (see routed_language)
+        filled_lanes = True
         with routed_language():
             try:
                 context = self._run(fn, launch, bound, snapshot, order)
             finally:
                 launch.duration_s = time.perf_counter() - started
                 if context is not None:
+                    filled_lanes = context.guard.filled_lanes
                     launch.kept_bytes = context.recorder.kept_bytes
                     if context.shadow is not None:
                         context.shadow.settle(lambda name: _results(bound, name))
@@ -126,7 +128,8 @@ class Engine:
                                 lambda name: _results(bound, name),
                             )
                     context.dismantle()
-            if self.options.detect:
+            # no masked load without other= left a lane masked off: replays would fill none
+            if self.options.detect and filled_lanes:
                 launch.findings += detect_masked_fill(
                     fn, launch, bound, snapshot, self.options, self.rewrites, self.interrupts
                 )

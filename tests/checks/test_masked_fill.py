@@ -225,3 +225,26 @@ def test_a_last_program_not_kept_is_replayed_only_when_its_loads_left_lanes_out(
         count_small_kernel[(64,)](full, out, full.size, BLOCK=128)
     assert session.trace[0].findings == []
     assert replayed == []  # every lane of every load was active: nothing to replay
+
+
+def test_no_replay_where_every_load_that_leaves_lanes_out_says_other(interpret, monkeypatch):
+    replayed = _count_replays(monkeypatch)
+    x = np.random.default_rng(0).standard_normal(12 * 128).astype(np.float32)
+    rows = x[: 12 * 80].reshape(12, 80)
+    with interpret() as session:
+        # masked-off lanes at every row's end and in the last blocks, each load with other=
+        k.softmax_kernel[(12,)](np.zeros_like(rows), rows, 80, 80, 80, BLOCK=128)
+        row_max_kernel_clean[(12,)](x, np.zeros(12, np.float32), 80, BLOCK=128)
+        a, b = x[: 30 * 20].reshape(30, 20), x[: 20 * 50].reshape(20, 50)
+        c = np.zeros((30, 50), np.float32)
+        k.matmul_kernel[(2, 4)](a, b, c, 30, 50, 20, 20, 1, 50, 1, 50, 1, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+        # a load without other= whose mask leaves no lane out fills none either
+        row_max_kernel[(12,)](x, np.zeros(12, np.float32), 128, BLOCK=128)
+    assert [launch.findings for launch in session.trace] == [[], [], [], []]
+    assert replayed == []
+
+    # the same kernel with a lane left out is replayed, and its filled lanes found
+    with interpret() as session:
+        row_max_kernel[(12,)](x, np.zeros(12, np.float32), 80, BLOCK=128)
+    assert replayed
+    assert [f.kind for f in session.trace[0].findings] == ["masked_fill_used"]

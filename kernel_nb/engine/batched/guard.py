@@ -172,6 +172,7 @@ class BatchGuard(MemoryGuard):
         itemsize = triton_compat.pointer_element_itemsize(ptrs)
         write = op != "load"
         self._access = None
+        self._every_lane: bool | None = None  # (what `lanes_off` asks, where seen here)
         if self.precise:
             if not self.addresses.allowed(addresses[active], itemsize, write=write):
                 # which program fails first is defined by the serial order: let it say so
@@ -185,7 +186,8 @@ class BatchGuard(MemoryGuard):
             affine = None
         rows: np.ndarray | None = None
         lanes: np.ndarray | None = None
-        if not _all(given):
+        self._every_lane = _all(given)
+        if not self._every_lane:
             running = given.any(axis=1)
             if not running.all() and given[running].all():
                 # only some programs access, each with all its lanes: work on their rows alone
@@ -239,6 +241,10 @@ class BatchGuard(MemoryGuard):
             and triton_compat.pointer_element_np(ptrs).itemsize == size
         )
         self._access = Access(ptrs, addresses, flat, lanes, arg, lo, hi, direct, affine, rows)
+
+    def lanes_off(self, active: np.ndarray) -> bool:
+        every = self._every_lane
+        return not (_all(active.reshape(len(active), -1)) if every is None else every)
 
     @staticmethod
     def _aligned(
