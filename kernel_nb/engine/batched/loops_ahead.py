@@ -69,6 +69,14 @@ class LoopsAhead:
             )
         self._update()
 
+    def iterations_left(self) -> int:
+        """The iterations the innermost loop runs after the one running, in the program that runs
+        the most (0: not known)."""
+        loop = self._open[-1] if self._open else None
+        if loop is None or loop.trips is None or not loop.trips.size:
+            return 0
+        return max(0, int(loop.trips.max()) - loop.iteration - 1)
+
     def exit(self) -> None:
         if self._open.pop() is not None:
             self._update()

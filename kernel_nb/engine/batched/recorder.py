@@ -110,6 +110,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         # the copies of a batch's rows made so far, while a block holds them (see _copy_once)
         self._copies = RowCopies()
         self._held_bytes = 0
+        # what the values the launch's batches keep take in memory (see `_by_reference`), those
+        # of the batches that ended, and the arrays the running batch's blocks hold, by id
+        self._held_before = 0
+        self._held_arrays: dict[int, np.ndarray] = {}
+        self._held_total = 0
+        self._by_reference = False
         # per statement, the most bytes one program's value took (see `program_bytes`)
         self._value_bytes: dict[int, int] = {}
         # per program, bytes of summary columns the running batch made so far, and the most a batch
@@ -141,6 +147,22 @@ class BatchRecorder(MaskedLoops, Recorder):
             self.keep_rows = np.array([open_budget and pid in self.selected for pid in pids], bool)
         # in a split, the bytes its groups that ran keep before each program (see _parked_before)
         self._before = self._parked_before(pids) if self._parked and self.keep_rows.any() else None
+        # The budget picks the programs the serial strategy keeps, by the bytes that strategy holds
+        # (a tile's addresses and a load's element indices at 8 bytes a lane, a load's values
+        # twice, for its event and its record); a batch holds them as tile forms and shared
+        # arrays, in a fraction of that (matmul 512: 13 MiB for every program, where the budget
+        # counts 64 MiB for 35 of the 64). While what the batch's blocks hold, every program's
+        # rows, fits the budget with what earlier batches keep, the arrays are held as the
+        # operations made them (the kept programs' rows as views of them): no copies of the kept
+        # programs' rows, which would only free the others' rows
+        self._held_arrays = {}
+        self._held_total = self._held_before
+        self._held_marks: list[
+            list[int]
+        ] = []  # per loop open: held when its iteration began, and in the last one
+        self._by_reference = (
+            bool(self.keep_rows.any()) and not self._splits and self._held_total < self.budget
+        )
         # every program of the batch runs the same statements: they share the blocks, one row each
         self.record_blocks: list[RecordBlock] = []
         self.event_blocks: list[EventBlock] = []
@@ -344,6 +366,7 @@ class BatchRecorder(MaskedLoops, Recorder):
     def loop_enter(self, sites: tuple[int, ...] = ()) -> None:
         super().loop_enter(sites)
         self.loops_ahead.enter(sites, len(self.record_blocks))
+        self._held_marks.append([self._held_total, 0])  # (see _count_held)
 
     def loop_range(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         made = super().loop_range(fn, args, kwargs)
@@ -353,10 +376,15 @@ class BatchRecorder(MaskedLoops, Recorder):
     def loop_next(self) -> None:
         super().loop_next()
         self.loops_ahead.next(self.record_blocks, self.trips)
+        if self._held_marks:  # what the batch's blocks came to hold in the iteration that ended
+            mark = self._held_marks[-1]
+            mark[1], mark[0] = self._held_total - mark[0], self._held_total
 
     def loop_exit(self) -> None:
         super().loop_exit()
         self.loops_ahead.exit()
+        if self._held_marks:
+            self._held_marks.pop()
 
     def repeat(self, stmt: int, after: int) -> bool:
         """Record again what the last record block, of statement `after`, holds, as statement
@@ -630,6 +658,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         if isinstance(held, int) and held == 0:
             return  # nothing kept: the budget is where it was
         self.held += held if block.rows is None else np.where(block.rows, held, 0)
+        if self._by_reference:
+            self._count_held(block)
         kept = self._kept_programs
         # with what the loops the batch is in will record still: a cut sure to come comes now
         ahead = self.loops_ahead.ahead
@@ -652,6 +682,41 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.keep = bool(picked.size)
         self._let_go_of_cut_rows()
 
+    def _count_held(self, block: RecordBlock | EventBlock) -> None:
+        """Count what `block`'s arrays take in memory (see `_by_reference`). Past the budget, the
+        kept programs' rows are copied from then on, and the cut programs' rows let go as the budget
+        cuts them; the arrays held so far (within the budget, but for the block that went past
+        it) go as theirs do, so that a launch holds at most about twice its budget, as the serial
+        strategy may."""
+        for whole in _arrays_of(block):
+            if id(whole) in self._held_arrays or self._holds_inputs(whole):
+                continue
+            self._held_arrays[id(whole)] = whole  # (the block holds it too: its id stays its own)
+            self._held_total += whole.nbytes
+        # with what the loops the batch is in will record still, at what the batch's blocks take
+        # per byte the budget counts so far: a batch sure to outgrow the budget copies from now
+        # on, not after it held every row of many iterations that would then all be copied
+        coming = 0.0
+        ahead, counted = self.loops_ahead.ahead, int(self.held.sum())
+        if ahead is not None and counted:
+            coming = float(ahead.sum()) * (self._held_total - self._held_before) / counted
+        if self._held_marks:  # the innermost loop's iterations to come, as its last one
+            coming = max(coming, float(self._held_marks[-1][1] * self.loops_ahead.iterations_left()))
+        if self._held_total + coming > self.budget:
+            self._by_reference, self._held_arrays = False, {}
+
+    def _held_now(self) -> int:
+        """What the batch's blocks hold in memory (arrays counted once; the inputs not at all)."""
+        seen: set[int] = set()
+        total = 0
+        blocks: list[RecordBlock | EventBlock] = [*self.record_blocks, *self.event_blocks]
+        for block in blocks:
+            for whole in _arrays_of(block):
+                if id(whole) not in seen and not self._holds_inputs(whole):
+                    seen.add(id(whole))
+                    total += whole.nbytes
+        return total
+
     def _let_go_of_cut_rows(self, ended: bool = False) -> None:
         """Where the batch's blocks hold values of programs the budget cut (a value kept whole
         while every program was kept), keep copies of the kept programs' rows instead, so that
@@ -659,6 +724,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         budget. While the batch runs, only loop iterations' values (the kernel holds those of
         its straight-line code until it ends: copies would only add to them), when that frees a
         share of the budget worth the copies; once it `ended`, all."""
+        if self._by_reference:
+            return  # every row is held within the budget: copies would free nothing it needs
         keep = self.keep_rows
         # a block goes down to the rows kept when a fifth of its rows go, while the batch runs as
         # at its end: what a launch keeps stays within 1.25 x its budget, and the cut programs'
@@ -800,6 +867,9 @@ class BatchRecorder(MaskedLoops, Recorder):
             # stays within the budget
             whole = _whole(rows)
             kept = rows[first : first + count]
+            if self._by_reference:  # the whole array is counted as held (see _count_held)
+                rows.flags.writeable = False
+                return kept
             extra = whole.nbytes - kept.nbytes
             spent = self.kept_bytes + int(self.held.sum()) + self._held_bytes
             if id(whole) in self._held_whole or spent + extra <= self.budget:
@@ -908,6 +978,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         if not self._splits:
             self._apply_budget(zip(self.programs, sizes, self.keep_rows.tolist()))
             self._keep_only_kept()
+            if self.keep_rows.any():
+                self._held_before += self._held_now()
             return [(self.programs, self.record_blocks)]
         # the cuts the batch made are the serial strategy's too (a program's bytes before it, of
         # its group alone, are at most those of every program before it): their rows go now
@@ -968,6 +1040,8 @@ class BatchRecorder(MaskedLoops, Recorder):
             self.record_blocks, self.event_blocks = part.record_blocks, part.event_blocks
             self._copies = part.copies
             self._keep_only_kept()
+            if self.keep_rows.any():
+                self._held_before += self._held_now()
         return [(part.programs, part.record_blocks) for part in parked]
 
     def _keep_only_kept(self) -> None:
@@ -1031,6 +1105,20 @@ def _form_summaries(form: IntegerForm | None, rows: np.ndarray) -> SummaryColumn
     base = form.base.astype(np.int64)
     total = base.astype(np.float64) * count + float(int(form.lanes.sum()))
     return SummaryColumns(base + int(form.lanes.min()), base + int(form.lanes.max()), total / count, count)
+
+
+def _arrays_of(block: RecordBlock | EventBlock) -> Iterator[np.ndarray]:
+    """The arrays whose memory a block's kept rows are in (a tile form's: its shifts)."""
+    held = (
+        (block.values,)
+        if isinstance(block, RecordBlock)
+        else (block.mask, block.indices, block.values, block.before)
+    )
+    for rows in held:
+        if isinstance(rows, (TileRows, GatheredRows)):
+            rows = rows.shift
+        if isinstance(rows, np.ndarray) and rows.size:
+            yield _whole(rows)
 
 
 def _row_bytes_at_most(rows: Any) -> int:
