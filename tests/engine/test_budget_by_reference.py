@@ -14,14 +14,14 @@ import kernel_nb
 from tests.engine import kernels as k
 
 
-def _matmul(m, budget, strategy):
+def _matmul(m, budget, strategy, **options):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((m, m)).astype(np.float32), rng.standard_normal((m, m)).astype(np.float32)
     c = np.zeros((m, m), np.float32)
     gc.collect()
     tracemalloc.start()
     try:
-        with kernel_nb.interpret(budget_bytes=budget, strategy=strategy) as session:
+        with kernel_nb.interpret(budget_bytes=budget, strategy=strategy, **options) as session:
             k.matmul_kernel[(m // 32, m // 32)](
                 a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32
             )
@@ -59,6 +59,21 @@ def test_a_batch_that_fits_the_budget_in_memory_copies_no_rows_and_keeps_the_ser
     for pid in kept[-2:]:
         got = [(r.stmt, r.iteration, r.summary) for r in batched.programs[pid].records]
         assert got == [(r.stmt, r.iteration, r.summary) for r in serial.programs[pid].records]
+
+
+def test_programs_the_user_picks_keep_copies_of_their_rows_not_the_batch_arrays(strategy):
+    if strategy == "serial":
+        pytest.skip("measures the batched strategy")
+    # every program's rows would fit the budget, but one program's values, copied, take far less
+    picked = (3, 5, 0)
+    launch, a, b, held = _matmul(256, 8 << 20, "auto", pids=(picked,))
+    nothing = _matmul(256, 0, "auto")[3]
+    assert launch.strategy == "batched"
+    assert [pid for pid, p in launch.programs.items() if p.kept] == [picked]
+    # its values and their bookkeeping, about 1.2 MiB; the batch's arrays, held, added 2.7 MiB more
+    assert held - nothing < (2 << 20)
+    acc = launch.value(picked, "acc", iteration=(7,))
+    np.testing.assert_allclose(acc, (a @ b)[96:128, 160:192], rtol=1e-4, atol=1e-4)
 
 
 @triton.jit

@@ -160,8 +160,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._held_marks: list[
             list[int]
         ] = []  # per loop open: held when its iteration began, and in the last one
+        # (not for programs the user picked: a few programs' rows, copied, hold less than the arrays)
         self._by_reference = (
-            bool(self.keep_rows.any()) and not self._splits and self._held_total < self.budget
+            self.selected is None
+            and bool(self.keep_rows.any())
+            and not self._splits
+            and self._held_total < self.budget
         )
         # every program of the batch runs the same statements: they share the blocks, one row each
         self.record_blocks: list[RecordBlock] = []
