@@ -157,9 +157,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         # programs' rows, which would only free the others' rows
         self._held_arrays = {}
         self._held_total = self._held_before
-        self._held_marks: list[
-            list[int]
-        ] = []  # per loop open: held when its iteration began, and in the last one
+        # per loop open: what the blocks held when its iteration began, and what its last one added
+        self._held_marks: list[list[int]] = []
         # (not for programs the user picked: a few programs' rows, copied, hold less than the arrays)
         self._by_reference = (
             self.selected is None
@@ -692,11 +691,8 @@ class BatchRecorder(MaskedLoops, Recorder):
         cuts them; the arrays held so far (within the budget, but for the block that went past
         it) go as theirs do, so that a launch holds at most about twice its budget, as the serial
         strategy may."""
-        for whole in _arrays_of(block):
-            if id(whole) in self._held_arrays or self._holds_inputs(whole):
-                continue
-            self._held_arrays[id(whole)] = whole  # (the block holds it too: its id stays its own)
-            self._held_total += whole.nbytes
+        # (the block holds each array too: its id stays its own while counted)
+        self._held_total += self._bytes_not_seen([block], self._held_arrays)
         # with what the loops the batch is in will record still, at what the batch's blocks take
         # per byte the budget counts so far: a batch sure to outgrow the budget copies from now
         # on, not after it held every row of many iterations that would then all be copied
@@ -711,13 +707,16 @@ class BatchRecorder(MaskedLoops, Recorder):
 
     def _held_now(self) -> int:
         """What the batch's blocks hold in memory (arrays counted once; the inputs not at all)."""
-        seen: set[int] = set()
+        return self._bytes_not_seen([*self.record_blocks, *self.event_blocks], {})
+
+    def _bytes_not_seen(self, blocks: list[RecordBlock | EventBlock], seen: dict[int, np.ndarray]) -> int:
+        """The bytes of the arrays `blocks` hold that are not in `seen` (by id) nor the launch's
+        inputs; those arrays are added to `seen`."""
         total = 0
-        blocks: list[RecordBlock | EventBlock] = [*self.record_blocks, *self.event_blocks]
         for block in blocks:
             for whole in _arrays_of(block):
                 if id(whole) not in seen and not self._holds_inputs(whole):
-                    seen.add(id(whole))
+                    seen[id(whole)] = whole
                     total += whole.nbytes
         return total
 
