@@ -284,17 +284,17 @@ class Access:
             values = values.reshape(*starts.shape, -1)[..., stretch]
             before = before.reshape(*starts.shape, -1)[..., stretch]
             windows = sliding_window_view(view, run, writeable=True)
-            at = starts[whole]
-            old_runs = before
-            if not whole.all():
-                old_runs = old_runs[whole]
+            every = bool(whole.all())
+            # every run written whole: the runs as they are, not a copy picked by a mask of all True
+            at = starts if every else starts[whole]
+            old_runs = before if every else before[whole]
             rest = ~whole
             rest_values = None
             if index.size:  # lanes of runs with masked lanes (index is empty without a mask)
                 assert self.active is not None
                 rest_values = values[rest][self.active.reshape(*starts.shape, run)[rest]]
             old_lanes = view[index]
-            windows[at] = values[whole]
+            windows[at] = values if every else values[whole]
             if rest_values is not None:
                 view[index] = rest_values
 
