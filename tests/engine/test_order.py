@@ -98,14 +98,33 @@ def test_the_working_set_sizes_the_batches(monkeypatch):
     assert sum(size for size, _ in finished) == n // block == len(launch.programs)
     assert len(finished) > 1
     for size, per_program in finished:
-        # offsets, mask, x and y: at least 3 KiB of each program's own values
-        assert per_program >= 3 * 4 * block + block
+        # offsets and mask are each program's own values; x and y are views of the launch's
+        # inputs (tiles side by side), which take no bytes of their own
+        own = 4 * block + block
+        assert own <= per_program < own + 4 * block
         assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set
 
     finished.clear()
     with kernel_nb.interpret(strategy="auto"):
         k.add_kernel[(n // block,)](x, y, np.zeros(n, np.float32), n, BLOCK=block)
     assert [size for size, _ in finished] == [n // block]  # the default working set holds them all
+
+
+def test_a_load_counts_in_the_working_set_unless_it_is_a_view_of_the_inputs(monkeypatch):
+    rows, cols = 64, 256
+    src = np.arange(rows * cols * 2, dtype=np.float32)
+    finished = _finished_batches(monkeypatch)
+    measured = {}
+    for step in (1, 2):  # rows side by side: a view of src; every other element: a copy
+        dst = np.zeros(rows * cols, np.float32)
+        finished.clear()
+        with kernel_nb.interpret(strategy="auto") as session:
+            k.strided_copy_kernel[(rows,)](src, dst, rows, cols, cols * step, step, BLOCK=cols)
+        assert session.trace[0].strategy == "batched"
+        np.testing.assert_array_equal(dst, src[: rows * cols * step : step])
+        [(size, measured[step])] = finished
+        assert size == rows
+    assert measured[2] - measured[1] == 4 * cols  # the loaded row, float32, counted where copied
 
 
 def test_a_pointer_tile_counts_in_the_working_set_as_what_it_holds(monkeypatch):

@@ -258,6 +258,8 @@ class BatchRecorder(MaskedLoops, Recorder):
                 return  # a scalar, or a value the programs share
             if data.shape[0] == 1 and len(self.batch) > 1:
                 return  # one row for every program of the batch: shared, not per program
+            if self._holds_inputs(data):
+                return  # a view of the launch's inputs (a load's tiles side by side): no bytes of its own
             # with a shadow, the fp64 arrays it keeps on the value live as long as the value
             per_program = (data.nbytes + shadow.held_bytes(handle)) // data.shape[0]
         if per_program <= self._value_bytes.get(stmt, 0):
