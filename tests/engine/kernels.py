@@ -423,3 +423,12 @@ def transposed_tile_kernel(x_ptr, out_ptr, rows, COLS: tl.constexpr, BLOCK: tl.c
     t = tl.load(x_ptr + r[None, :] * COLS + c[:, None], mask=r[None, :] < rows, other=-1.0)
     block = tl.program_id(0) * COLS * BLOCK + c[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
     tl.store(out_ptr + block, t * 2.0)
+
+
+@triton.jit
+def store_twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x, mask=mask)
+    tl.store(out_ptr + offsets, x * 2, mask=mask)

@@ -117,6 +117,9 @@ class BatchGuard(MemoryGuard):
         self.builder: Any = None  # the interpreter's builder while it is batched (per-program atomics)
         self.undo = UndoLog()
         self._access: Access | None = None
+        # per argument, the map indices [lo, hi) its direct stores wrote so far in the launch (None:
+        # some write went another way, which this does not follow; see `_unwritten_inputs`)
+        self._written: dict[str, tuple[int, int]] | None = {}
 
     def begin_batch(self, builder: Any, observations: Observations | None, pids: np.ndarray) -> None:
         """Start a batch run by `builder` of the programs `pids` (an (x, y, z) row each);
@@ -304,18 +307,24 @@ class BatchGuard(MemoryGuard):
     ) -> tuple[np.ndarray, Any, np.ndarray | None]:
         access = self._access
         if self.precise or access is None or not access.direct:
+            self._written = None
             return super().store(store, np.asarray(addresses), active, dtype, value)
-        # the launch's first write to this memory: what is there is its inputs, which stay where
-        # they are (the caller's memory, or a frozen copy), so a view of them serves as `before`
-        # (and for the undo) where a copy would otherwise
+        # the launch's first write to this memory, or to these elements of it: what is there is
+        # its inputs, which stay where they are (the caller's memory, or a frozen copy), so a view
+        # of them serves as `before` (and for the undo) where a copy would otherwise
         memory = access.arg.memory
-        first = memory.lazy or memory.frozen
-        before = access.gather(view_of(access.arg, dtype), share=True) if first else None
+        before: np.ndarray | None = None
+        if memory.lazy or memory.frozen:
+            before = access.gather(view_of(access.arg, dtype), share=True)
+        else:
+            inputs = self._unwritten_inputs(access, dtype)
+            before = None if inputs is None else access.gather(inputs, share=True)
         view = view_of(access.arg, dtype, write=True)
         if before is None:
             before = access.gather(view)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
         self.undo.steps.append(access.scatter(view, values, before))
+        self._note_written(access)
         after = None
         if self.recorder.keep:
             whole = access.active is None and access.rows is None and values.dtype == view.dtype
@@ -323,6 +332,35 @@ class BatchGuard(MemoryGuard):
             after = values if whole and access.distinct() else access.gather(view)
         shape = addresses.shape
         return before.reshape(shape), None, None if after is None else after.reshape(shape)
+
+    def _unwritten_inputs(self, access: Access, dtype: np.dtype) -> np.ndarray | None:
+        """The argument's elements as the launch found them, where none that `access` writes was
+        written in the launch yet (the copy holds those bytes still): the caller's memory, which
+        the launch leaves as it is until it ends, or the read-only inputs a frozen copy left
+        (None: elsewhere, or not known)."""
+        arg, memory = access.arg, access.arg.memory
+        # (a poisoned argument's copy differs from the caller's memory from the start)
+        if self._written is None or not memory.direct or memory.space != "host" or arg.poisoned:
+            return None
+        live = access.lo < access.hi
+        if not live.any():
+            return None
+        span = self._written.get(arg.name)
+        if span is not None and int(access.lo[live].min()) < span[1] and span[0] < int(access.hi[live].max()):
+            return None
+        inputs = memory.read_only_inputs
+        raw = memory.read() if inputs is None else inputs
+        return raw[arg.span_lo : arg.span_hi].view(dtype)
+
+    def _note_written(self, access: Access) -> None:
+        if self._written is None:
+            return
+        live = access.lo < access.hi
+        if not live.any():
+            return
+        lo, hi = int(access.lo[live].min()), int(access.hi[live].max())
+        span = self._written.get(access.arg.name)
+        self._written[access.arg.name] = (lo, hi) if span is None else (min(lo, span[0]), max(hi, span[1]))
 
     def assertion_failed(self) -> None:
         if self.recorder.trips is not None:  # perhaps only in programs a masked loop is done with
@@ -332,6 +370,7 @@ class BatchGuard(MemoryGuard):
     def around(
         self, addresses: np.ndarray, active: np.ndarray, dtype: np.dtype, atomic: Callable[[], Any]
     ) -> tuple[np.ndarray, Any, np.ndarray]:
+        self._written = None
         result = atomic()
         before, after = self.builder.atomic_rows
         zero = np.zeros((), dtype=before.dtype)
