@@ -72,10 +72,14 @@ class Memory:
     inputs: np.ndarray | None = None
     # one host argument's bytes as they are (what `lazy` memories are): written back by exchange
     direct: bool = False
+    # byte ranges [lo, hi) of the copy not filled yet: a copy made by `overwritten` is filled
+    # only where no write replaced every byte, and only when something else uses it
+    unfilled: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def copy(self) -> np.ndarray:
         """The private copy, to write: filled from the caller's memory first if it was not yet."""
+        self._fill_rest()
         if self.lazy:
             self.fill()
         if self.frozen:
@@ -91,6 +95,33 @@ class Memory:
             self.arena = _aligned(self.size)
             self.arena[...] = self.read()
             self.lazy = False
+
+    def overwritten(self, lo: int, hi: int) -> np.ndarray:
+        """The private copy, to write every byte of [lo, hi): a copy not filled yet is made, or
+        kept, without filling those bytes, which the write replaces. An output that the launch
+        writes whole, as most are, is then never copied from the caller's memory."""
+        if self.lazy:
+            self.arena = _aligned(self.size)
+            self.lazy = False
+            self.unfilled = [(0, self.size)]
+        if not self.unfilled:
+            return self.copy
+        self.unfilled = [
+            piece
+            for a, b in self.unfilled
+            for piece in ((a, min(b, lo)), (max(a, hi), b))
+            if piece[0] < piece[1]
+        ]
+        return self.arena
+
+    def _fill_rest(self) -> None:
+        """Fill what `overwritten` left unfilled, from the caller's memory (which the launch leaves
+        as it is until it ends): before anything reads or writes the copy another way."""
+        if self.unfilled:
+            source = self.read()
+            for lo, hi in self.unfilled:
+                self.arena[lo:hi] = source[lo:hi]
+            self.unfilled = []
 
     def freeze(self) -> None:
         """Fill a lazy copy read-only: what is read from it stays as it was read. A live copy of
@@ -115,6 +146,7 @@ class Memory:
     def current(self) -> np.ndarray:
         """The memory's bytes as the launch has them now, to read: the copy, or while it is not
         filled the caller's memory (which the launch has not written)."""
+        self._fill_rest()
         return self.read() if self.lazy else self.arena
 
     @property
@@ -133,6 +165,7 @@ class Memory:
     def address(self, write: bool) -> int:
         """Host address of the copy's first byte: to write, of the writable copy (filled first);
         to read, of what `current` gives (the caller's memory while not filled)."""
+        self._fill_rest()
         if write:
             return int(self.copy.ctypes.data)
         return self.lo if self.lazy else int(self.arena.ctypes.data)
@@ -167,6 +200,7 @@ class Memory:
         Returns whether it did (else nothing changed)."""
         if not (self.direct and self.all_writable) or self.lazy or self.frozen or self.inputs is not None:
             return False  # (a copy frozen before it was written holds the inputs already)
+        self._fill_rest()
         _exchange(arrays.host_bytes(self.lo, self.hi), self.arena)
         self.arena.flags.writeable = False
         self.frozen = True

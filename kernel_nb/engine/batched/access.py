@@ -358,9 +358,15 @@ class Access:
         return index // self.arg.itemsize
 
 
-def view_of(arg: BufferArg, dtype: np.dtype, write: bool = False) -> np.ndarray:
+def view_of(arg: BufferArg, dtype: np.dtype, write: bool = False, whole: slice | None = None) -> np.ndarray:
     """The argument's span of its host copy, as elements of `dtype` (the same size as its own); to
-    read only, perhaps the caller's memory while the launch has not written it (Memory.current)."""
+    read only, perhaps the caller's memory while the launch has not written it (Memory.current);
+    to write every element of `whole` (of those elements), perhaps a copy not filled there
+    (Memory.overwritten)."""
     memory = arg.memory
-    raw = memory.copy if write else memory.current()
+    if whole is not None:
+        size = np.dtype(dtype).itemsize
+        raw = memory.overwritten(arg.span_lo + whole.start * size, arg.span_lo + whole.stop * size)
+    else:
+        raw = memory.copy if write else memory.current()
     return raw[arg.span_lo : arg.span_hi].view(dtype)

@@ -319,9 +319,13 @@ class BatchGuard(MemoryGuard):
         else:
             inputs = self._unwritten_inputs(access, dtype)
             before = None if inputs is None else access.gather(inputs, share=True)
-        view = view_of(access.arg, dtype, write=True)
         if before is None:
-            before = access.gather(view)
+            before = access.gather(view_of(access.arg, dtype))
+        # every lane active, the rows' elements one stretch: each of its bytes is written
+        stretch = None
+        if access.active is None and access.rows is None:
+            stretch = access.side_by_side((access.arg.span_hi - access.arg.span_lo) // dtype.itemsize)
+        view = view_of(access.arg, dtype, write=True, whole=stretch)
         values = np.broadcast_to(value.data, addresses.shape).reshape(before.shape)
         self.undo.steps.append(access.scatter(view, values, before))
         self._note_written(access)
