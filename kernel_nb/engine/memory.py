@@ -102,8 +102,8 @@ class Memory:
         writes whole, as most are, is then never copied from the caller's memory."""
         if self.lazy:
             self.arena = _aligned(self.size)
+            self.unfilled = [(0, self.size)]  # first: a copy never counts as filled unless it is
             self.lazy = False
-            self.unfilled = [(0, self.size)]
         if not self.unfilled:
             return self.copy
         self.unfilled = [
