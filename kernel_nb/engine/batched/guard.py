@@ -346,25 +346,24 @@ class BatchGuard(MemoryGuard):
         # (a poisoned argument's copy differs from the caller's memory from the start)
         if self._written is None or not memory.direct or memory.space != "host" or arg.poisoned:
             return None
-        live = access.lo < access.hi
-        if not live.any():
+        reach = _reach(access)
+        if reach is None:
             return None
         span = self._written.get(arg.name)
-        if span is not None and int(access.lo[live].min()) < span[1] and span[0] < int(access.hi[live].max()):
+        if span is not None and reach[0] < span[1] and span[0] < reach[1]:
             return None
         inputs = memory.read_only_inputs
         raw = memory.read() if inputs is None else inputs
         return raw[arg.span_lo : arg.span_hi].view(dtype)
 
     def _note_written(self, access: Access) -> None:
-        if self._written is None:
+        written = self._written
+        reach = None if written is None else _reach(access)
+        if written is None or reach is None:
             return
-        live = access.lo < access.hi
-        if not live.any():
-            return
-        lo, hi = int(access.lo[live].min()), int(access.hi[live].max())
-        span = self._written.get(access.arg.name)
-        self._written[access.arg.name] = (lo, hi) if span is None else (min(lo, span[0]), max(hi, span[1]))
+        lo, hi = reach
+        span = written.get(access.arg.name)
+        written[access.arg.name] = (lo, hi) if span is None else (min(lo, span[0]), max(hi, span[1]))
 
     def assertion_failed(self) -> None:
         if self.recorder.trips is not None:  # perhaps only in programs a masked loop is done with
@@ -699,6 +698,14 @@ def _all(mask: np.ndarray) -> bool:
     if 0 in mask.strides:
         mask = mask[tuple(slice(None) if stride else slice(0, 1) for stride in mask.strides)]
     return bool(mask.all())
+
+
+def _reach(access: Access) -> tuple[int, int] | None:
+    """The map indices [lo, hi) an access's rows touch together (None: no row touches any)."""
+    live = access.lo < access.hi
+    if not live.any():
+        return None
+    return int(access.lo[live].min()), int(access.hi[live].max())
 
 
 def _spread(values: np.ndarray, rows: np.ndarray, batch: int) -> np.ndarray:
