@@ -159,7 +159,10 @@ class Engine:
     ) -> SerialRun:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
         reason = unsupported_reason(
-            fn, self.options, lambda: self.rewrites.rewritten(fn, instrument=self.options.capture)
+            fn,
+            self.options,
+            lambda: self.rewrites.rewritten(fn, instrument=self.options.capture),
+            own=self.rewrites.own.get(fn),
         )
         if reason is None:
             # ranges first; per-element bookkeeping where ranges cannot prove the batches exact

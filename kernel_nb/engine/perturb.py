@@ -85,7 +85,7 @@ def detect_masked_fill(
     (A breakpoint() in a helper only is not seen, and would stop the replay too.)
     """
     candidates = _candidates(launch)
-    if not candidates or waits(fn):
+    if not candidates or waits(fn, rewrites.own.get(fn)):
         return []
     # breakpoint() in the source stops any run of it; the rewrite the launch made says so
     if rewrites.rewritten(fn, instrument=options.capture).breakpoints:

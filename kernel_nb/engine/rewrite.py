@@ -20,6 +20,7 @@ from typing import Any
 
 from kernel_nb.engine import triton_compat
 from kernel_nb.engine.control_checks import condition, loop_bound
+from kernel_nb.engine.name_facts import binding_order, carried, expression_facts, name_facts, reads
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, ends_early, target_names
 
 PROBE = "__tk__"
@@ -90,17 +91,20 @@ def shared_rewrite(
     instrument: bool,
     breakpoints: tuple[int, ...] = (),
     source: tuple[str, int] | None = None,
+    own: tuple[list[str], int] | None = None,
 ) -> RewrittenFunction:
     """`rewrite`, kept across sessions for functions without a closure: a code object stands for
     one source, and every `%%tkernel` cell opens a new session that would otherwise parse and
     compile the kernel and Triton's own helpers again. A closure's cells may hold other values on
     another call, so such functions are rewritten each time."""
     if fn.__closure__:
-        return rewrite(fn, instrument=instrument, breakpoints=breakpoints, source=source)
+        return rewrite(fn, instrument=instrument, breakpoints=breakpoints, source=source, own=own)
     key = (fn.__code__, instrument, breakpoints, source)
     found = _SHARED.get(key)
     if found is None:
-        found = _SHARED[key] = rewrite(fn, instrument=instrument, breakpoints=breakpoints, source=source)
+        found = _SHARED[key] = rewrite(
+            fn, instrument=instrument, breakpoints=breakpoints, source=source, own=own
+        )
         if len(_SHARED) > _SHARED_LIMIT:
             _SHARED.popitem(last=False)
     else:
@@ -119,6 +123,8 @@ class RewriteCache:
         self._rewrites: dict[tuple[Any, ...], RewrittenFunction] = {}
         # sources that JITFunctions were given by _unsafe_update_src, by the function under them
         self.sources: dict[Callable[..., Any], tuple[str, int]] = {}
+        # the lines JITFunctions read their function's source from when decorated (see `own_source`)
+        self.own: dict[Callable[..., Any], tuple[list[str], int]] = {}
 
     def rewritten(self, fn: Callable[..., Any], *, instrument: bool) -> RewrittenFunction:
         """`fn` rewritten (instrumented: recorded, with the session's breakpoints)."""
@@ -127,12 +133,15 @@ class RewriteCache:
         key = (fn.__code__, instrument, breakpoints, source)
         if key not in self._rewrites:
             self._rewrites[key] = shared_rewrite(
-                fn, instrument=instrument, breakpoints=breakpoints, source=source
+                fn, instrument=instrument, breakpoints=breakpoints, source=source, own=self.own.get(fn)
             )
         return self._rewrites[key]
 
     def note_source(self, jit: Any) -> None:
         """Remember the source `jit` compiles when `_unsafe_update_src` replaced its function's own."""
+        own = triton_compat.own_source(jit)
+        if own is not None:
+            self.own[jit.fn] = own
         updated = triton_compat.updated_source(jit)
         if updated is None:
             self.sources.pop(jit.fn, None)
@@ -146,6 +155,7 @@ def rewrite(
     instrument: bool,
     breakpoints: tuple[int, ...] = (),
     source: tuple[str, int] | None = None,
+    own: tuple[list[str], int] | None = None,
 ) -> RewrittenFunction:
     """Parse and rewrite a kernel or helper function.
 
@@ -155,6 +165,8 @@ def rewrite(
         breakpoints: file line numbers before whose statements the probe's `brk` is called.
         source: the text to rewrite instead of the function's own, and the file line it starts on
             (a JITFunction's source replaced by `_unsafe_update_src`, which is what Triton compiles).
+        own: the function's own lines and the file line they start on, as its JITFunction read
+            them (`inspect.getsourcelines` tokenizes the file again otherwise).
 
     Returns:
         The compiled function and its statement table.
@@ -163,10 +175,12 @@ def rewrite(
         SourceUnavailableError: the source cannot be read (e.g. a function built with exec).
     """
     try:
-        if source is None:
-            lines, start = inspect.getsourcelines(fn)
-        else:
+        if source is not None:
             lines, start = source[0].splitlines(keepends=True), source[1]
+        elif own is not None:
+            lines, start = own
+        else:
+            lines, start = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     except (OSError, TypeError) as exc:
         raise SourceUnavailableError(f"{fn.__name__}: cannot read its source ({exc})") from exc
@@ -176,16 +190,14 @@ def rewrite(
     fdef = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
     fdef.decorator_list = []
     tree.body = [fdef]
-    called = _called_names(fdef)
     for transformer in triton_compat.stock_transformers():
         tree = transformer.visit(tree)
-    tree = _CheckedConditions().visit(tree)
+    _check_conditions(tree.body)
     instrumenter = _Instrumenter(instrument, set(breakpoints))
     transformed = tree.body[0]
     assert isinstance(transformed, (ast.FunctionDef, ast.AsyncFunctionDef))
     fdef = transformed
-    instrumenter.reads = _reads(fdef.body)
-    instrumenter.locals = _local_names(fdef)
+    called, instrumenter.reads, instrumenter.locals = name_facts(fdef)
     arg_records = [s for site in argument_sites(fdef) for s in instrumenter.after(site)]
     fdef.body = arg_records + instrumenter.block(fdef.body)
     ast.fix_missing_locations(tree)
@@ -210,35 +222,24 @@ def rewrite(
     )
 
 
-class _CheckedConditions(ast.NodeTransformer):
-    """`if c:` and `while c:` become `if __tk__condition(c):` (see `condition`)."""
-
-    def visit_If(self, node: ast.If) -> ast.AST:
-        self.generic_visit(node)
-        node.test = _checked(node.test)
-        return node
-
-    def visit_While(self, node: ast.While) -> ast.AST:
-        self.generic_visit(node)
-        node.test = _checked(node.test)
-        return node
+def _check_conditions(body: list[ast.stmt]) -> None:
+    """`if c:` and `while c:` become `if __tk__condition(c):` (see `condition`), through every body
+    of statements (an `if` or a `while` is a statement: no expression holds one)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.While)):
+            stmt.test = _checked(stmt.test)
+        for field in stmt._fields:
+            value = getattr(stmt, field, None)
+            if isinstance(value, list) and value:
+                if isinstance(value[0], ast.stmt):
+                    _check_conditions(value)
+                elif isinstance(value[0], (ast.excepthandler, ast.match_case)):
+                    for part in value:
+                        _check_conditions(part.body)
 
 
 def _checked(test: ast.expr) -> ast.expr:
     return ast.copy_location(ast.Call(ast.Name(CONDITION, ast.Load()), [test], []), test)
-
-
-def _called_names(fdef: ast.AST) -> set[str]:
-    """The names of the functions a function's body calls (`f(...)` and `m.f(...)` give "f")."""
-    names = set()
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name):
-                names.add(func.id)
-            elif isinstance(func, ast.Attribute):
-                names.add(func.attr)
-    return names
 
 
 class _Instrumenter(SiteWalker):
@@ -258,7 +259,9 @@ class _Instrumenter(SiteWalker):
         if not self.instrument:
             return []
         sid = len(self.statements)
-        operands, makes_inf, loads = ((), False, False) if site.reads is None else _facts(site.reads)
+        operands, makes_inf, loads = (
+            ((), False, False) if site.reads is None else expression_facts(site.reads)
+        )
         self.statements.append(
             LocalStatement(
                 site.line, site.name, site.kind, operands=operands, makes_inf=makes_inf, loads=loads
@@ -334,10 +337,10 @@ class _Instrumenter(SiteWalker):
         # only names whose values outlive an iteration need the finished programs' values kept:
         # those read after the loop (or anywhere outside it) and those carried from one iteration
         # into the next; the others are made afresh before every read
-        inside = _reads(stmt.body)
-        order = _binding_order(stmt.body)
-        kept = [n for n in assigned if self.reads[n] > inside[n] or _carried(order, n)]
-        read = sorted(n for n in inside if n in self.locals and _carried(order, n))
+        inside = reads(stmt.body)
+        order = binding_order(stmt.body)
+        kept = [n for n in assigned if self.reads[n] > inside[n] or carried(order, n)]
+        read = sorted(n for n in inside if n in self.locals and carried(order, n))
         return kept, read
 
     def _carry(
@@ -416,85 +419,3 @@ def _assign_from(source: str, names: list[str]) -> list[ast.stmt]:
         )
         for name in names
     ]
-
-
-def _local_names(fdef: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The function's parameters and every name it binds."""
-    args = fdef.args
-    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-    return names
-
-
-def _reads(body: list[ast.stmt]) -> Counter[str]:
-    """How often the statements read each name (`x += 1` reads x)."""
-    counts: Counter[str] = Counter()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                counts[node.id] += 1
-            elif isinstance(node, ast.AugAssign):
-                counts.update(target_names(node.target))
-    return counts
-
-
-def _binding_order(body: list[ast.stmt]) -> list[tuple[set[str], set[str]]]:
-    """Per statement of a loop body, in order: the names it reads first, and the names it then
-    binds (only a plain assignment binds here: any other statement that names a variable counts
-    as reading it, the conservative side for `_carried`)."""
-    order: list[tuple[set[str], set[str]]] = []
-    for stmt in body:
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            read = _names_read(stmt.value).union(*(_names_read(t) for t in targets))
-            order.append((read, {t.id for t in targets if isinstance(t, ast.Name)}))
-        else:
-            order.append(({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}, set()))
-    return order
-
-
-def _carried(order: list[tuple[set[str], set[str]]], name: str) -> bool:
-    """Whether an iteration of a loop body (its `_binding_order`) may read `name` before assigning
-    it (conservatively: unless a plain assignment at the top of the body that does not read it
-    comes first)."""
-    for read, bound in order:
-        if name in read:
-            return True
-        if name in bound:
-            return False
-    return True
-
-
-def _names_read(expr: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _facts(expr: ast.expr) -> tuple[tuple[str, ...], bool, bool]:
-    """What a recorded expression shows, from one walk: the names it reads (sorted); whether it
-    makes an infinity on purpose (float("inf"), math.inf, a literal 1e999, a load's other=); and
-    whether it calls a load."""
-    names: set[str] = set()
-    makes_inf = loads = False
-    for node in ast.walk(expr):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                names.add(node.id)
-        elif isinstance(node, ast.Constant):
-            value = node.value
-            if isinstance(value, str):
-                makes_inf = makes_inf or value.strip().lstrip("+-").lower() in ("inf", "infinity")
-            elif isinstance(value, float):
-                makes_inf = makes_inf or value in (float("inf"), float("-inf"))
-        elif isinstance(node, ast.Attribute):
-            makes_inf = makes_inf or node.attr == "inf"
-        elif isinstance(node, ast.keyword):
-            makes_inf = makes_inf or node.arg == "other"
-        elif isinstance(node, ast.Call):
-            func = node.func
-            loads = (
-                loads or (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "load"
-            )
-    return tuple(sorted(names)), makes_inf, loads

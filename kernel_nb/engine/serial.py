@@ -70,7 +70,9 @@ class SerialRun:
         self.observations = Observations()
         self.detect = self.options.detect and not self.replay
         # a kernel that may wait for another program runs its programs in turns
-        self.turns = Turns(self.locate, self.codes) if waits(self.fn) else None
+        self.turns = (
+            Turns(self.locate, self.codes) if waits(self.fn, self.rewrites.own.get(self.fn)) else None
+        )
         self.recorder, self.guard = self._parts()
         self.shadow = (
             ShadowRun(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import ctypes
-import functools
 import inspect
 import sys
 import textwrap
@@ -31,12 +30,30 @@ import numpy as np
 from kernel_nb.engine import triton_compat
 from kernel_nb.trace import Pid
 
+_FOUND: dict[tuple[Any, Callable[..., Any]], tuple[int | None, tuple[Any, ...]]] = {}
+_FOUND_LIMIT = 256
 
-@functools.lru_cache(maxsize=256)
-def _loops_in(code: Any, fn: Callable[..., Any]) -> tuple[int | None, tuple[Any, ...]]:
-    """The first `while` line of `fn` (or of atomic_poll's use) and the user helpers it names."""
+
+def _loops_in(
+    fn: Callable[..., Any], own: tuple[list[str], int] | None
+) -> tuple[int | None, tuple[Any, ...]]:
+    """The first `while` line of `fn` (or of atomic_poll's use) and the user helpers it names, with
+    their JITFunctions; `own`: fn's lines as its JITFunction read them (see `own_source`)."""
+    key = (fn.__code__, fn)
+    found = _FOUND.get(key)
+    if found is None:
+        found = _FOUND[key] = _find_loops(fn, own)
+        if len(_FOUND) > _FOUND_LIMIT:
+            del _FOUND[next(iter(_FOUND))]
+    return found
+
+
+def _find_loops(
+    fn: Callable[..., Any], own: tuple[list[str], int] | None
+) -> tuple[int | None, tuple[Any, ...]]:
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        text = inspect.getsource(fn) if own is None else "".join(own[0])
+        tree = ast.parse(textwrap.dedent(text))
     except (OSError, TypeError, SyntaxError):
         return None, ()
     start = fn.__code__.co_firstlineno - 1
@@ -49,23 +66,24 @@ def _loops_in(code: Any, fn: Callable[..., Any]) -> tuple[int | None, tuple[Any,
         elif isinstance(node, ast.Name):
             value = fn.__globals__.get(node.id)
             if isinstance(value, triton_compat.JIT_TYPES) and not value.fn.__module__.startswith("triton."):
-                helpers.append(value.fn)
+                helpers.append(value)
     return line, tuple(helpers)
 
 
-def waits(fn: Callable[..., Any]) -> str | None:
-    """Where `fn` (or a helper it calls) may wait for another program, in words; None if it cannot."""
+def waits(fn: Callable[..., Any], own: tuple[list[str], int] | None = None) -> str | None:
+    """Where `fn` (or a helper it calls) may wait for another program, in words; None if it cannot.
+    `own`: fn's lines as its JITFunction read them, if known."""
     seen: set[Any] = set()
-    pending = [fn]
+    pending = [(fn, own)]
     while pending:
-        current = pending.pop()
+        current, lines = pending.pop()
         if current.__code__ in seen:
             continue
         seen.add(current.__code__)
-        line, helpers = _loops_in(current.__code__, current)
+        line, helpers = _loops_in(current, lines)
         if line is not None:
             return f"{current.__name__}:{line} loops until memory changes (programs may wait for each other)"
-        pending.extend(helpers)
+        pending.extend((helper.fn, triton_compat.own_source(helper)) for helper in helpers)
     return None
 
 

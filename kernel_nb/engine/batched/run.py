@@ -49,11 +49,14 @@ PROBE_BATCH = 64  # the first batch of a launch: sizes the others (see `_batch_s
 
 
 def unsupported_reason(
-    fn: Callable[..., Any], options: Options, rewritten: Callable[[], RewrittenFunction]
+    fn: Callable[..., Any],
+    options: Options,
+    rewritten: Callable[[], RewrittenFunction],
+    own: tuple[list[str], int] | None = None,
 ) -> str | None:
     """Why the batched strategy does not apply to a launch of `fn` (None: it applies);
     `rewritten()` gives the kernel as the launch runs it (asked only where the options allow
-    batches)."""
+    batches); `own`: fn's lines as its JITFunction read them (see `waits`)."""
     if options.strategy == "serial":
         return "the serial strategy was asked for"
     if options.breakpoints:
@@ -71,7 +74,7 @@ def unsupported_reason(
         return f"the kernel calls {kernel.breakpoints[0]}"
     if kernel.calls_inline_asm:
         return "the kernel calls inline_asm"
-    return waits(fn)
+    return waits(fn, own)
 
 
 @dataclass

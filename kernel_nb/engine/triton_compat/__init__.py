@@ -70,6 +70,7 @@ from kernel_nb.engine.triton_compat.jit import (
     innermost_jit,
     interpreted_only,
     jit_source_function,
+    own_source,
     updated_source,
 )
 from kernel_nb.engine.triton_compat.language import (
@@ -202,6 +203,7 @@ __all__ = [
     "libdevice_modules",
     "make_tuple",
     "np_dtype",
+    "own_source",
     "patch_language",
     "patch_value_reads",
     "plain_load",

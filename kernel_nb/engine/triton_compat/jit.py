@@ -44,6 +44,16 @@ def updated_source(jit: Any) -> tuple[str, int] | None:
     return src, int(jit.starting_line_number) + own[: found.start()].count("\n")
 
 
+def own_source(jit: Any) -> tuple[list[str], int] | None:
+    """The lines of a JITFunction's function as it read them when decorated, and the file line
+    they start on (`inspect.getsourcelines` then: the source of the code that runs, even where the
+    file changed since); None before 3.5, which keeps no copy."""
+    raw, start = getattr(jit, "raw_src", None), getattr(jit, "starting_line_number", None)
+    if not isinstance(raw, list) or not isinstance(start, int):
+        return None
+    return raw, start
+
+
 def innermost_jit(kernel: Any) -> Any:
     """The JITFunction under a kernel (through autotune and heuristics wrappers; see `as_jit`)."""
     fn = kernel
