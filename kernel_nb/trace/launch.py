@@ -1,8 +1,4 @@
-"""A launch and a trace of launches: per-program records, save / load, text and HTML summaries.
-
-`ProgramTrace` lives here rather than with the records because its lists default to the lazy
-`Records` / `Events` of `columns.py`.
-"""
+"""A launch and a trace of launches: per-program records, save / load, text and HTML summaries."""
 
 from __future__ import annotations
 
@@ -17,14 +13,14 @@ import numpy as np
 
 from kernel_nb.trace.aggregates import Aggregate, folded_past, held_bytes, held_bytes_each
 from kernel_nb.trace.buffer_map import BufferMap
-from kernel_nb.trace.columns import Events, RecordBlock, Records
+from kernel_nb.trace.columns import RecordBlock
 from kernel_nb.trace.compare import Comparison, Divergence
+from kernel_nb.trace.program import ProgramTrace
 from kernel_nb.trace.records import (
     COMPANION_KINDS,
     ArgumentInfo,
     Artifacts,
     Finding,
-    MemoryEvent,
     Pid,
     Record,
     SourceInfo,
@@ -38,17 +34,6 @@ _MAGIC = b"kernel_nb-trace\x00"
 _FORMAT = 1
 # Older saved traces name the comparison classes by the modules that defined them then.
 _FORMER_MODULES = {"kernel_nb.diff": "kernel_nb.trace", "kernel_nb.divergence": "kernel_nb.trace"}
-
-
-@dataclass(slots=True)
-class ProgramTrace:
-    """Everything one program recorded."""
-
-    pid: Pid
-    records: list[Record] = field(default_factory=Records)
-    events: list[MemoryEvent] = field(default_factory=Events)
-    stdout: str = ""
-    kept: bool = False
 
 
 @dataclass(frozen=True)

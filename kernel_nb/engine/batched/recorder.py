@@ -33,12 +33,10 @@ from kernel_nb.trace import (
     Deferred,
     DeferredSummaries,
     EventBlock,
-    Events,
     GatheredRows,
     Pid,
     ProgramTrace,
     RecordBlock,
-    Records,
     Statement,
     SummaryColumns,
     TileRows,
@@ -170,10 +168,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.record_blocks: list[RecordBlock] = []
         self.event_blocks: list[EventBlock] = []
         records, events = self.record_blocks, self.event_blocks
-        self.programs = [
-            ProgramTrace(pid, Records.shared(records, r, kept), Events.shared(events, r, kept), kept=kept)
-            for r, (pid, kept) in enumerate(zip(pids, self.keep_rows.tolist()))
-        ]
+        self.programs = ProgramTrace.batch(pids, self.keep_rows.tolist(), records, events)
         picked = np.flatnonzero(self.keep_rows)
         self.kept_index = None if picked.size == len(pids) else picked
         self.held = np.zeros(len(pids), np.int64)  # per program, bytes of values kept so far
