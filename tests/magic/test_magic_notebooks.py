@@ -207,10 +207,13 @@ def test_load_ext_imports_the_viewer_while_the_notebook_waits(run_notebook):
         notebook(
             f"import sys\nprint([m for m in {watched} if m in sys.modules])",
             "%load_ext kernel_nb",
-            # no cell asks for them: the extension's thread imports them
+            # no cell asks for them: the extension's thread imports them (a module is in
+            # sys.modules from the start of its import: the thread's end tells the imports ended)
             "import threading, time\n"
             "start = time.monotonic()\n"
-            f"while any(m not in sys.modules for m in {watched}) and time.monotonic() - start < 60:\n"
+            "def warming():\n"
+            "    return any(t.name == 'kernel_nb warm-up' for t in threading.enumerate())\n"
+            f"while (warming() or any(m not in sys.modules for m in {watched})) and time.monotonic() - start < 60:\n"
             "    time.sleep(0.05)\n"
             f"print([m for m in {watched} if m in sys.modules])\n"
             "print([t.name for t in threading.enumerate() if t.name == 'kernel_nb warm-up'])",
