@@ -11,8 +11,10 @@ import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from triton.runtime import interpreter
 
 import kernel_nb
+from kernel_nb.engine.patches import routed_language
 from tests.engine import kernels as k
 
 
@@ -27,11 +29,13 @@ def test_compile_after_interpret_in_the_same_process():
     out = np.zeros_like(x)
     language_before = dict(vars(tl))
     tensor_before = dict(vars(tl.tensor))
+    np_dtype_before = interpreter._get_np_dtype
     with kernel_nb.interpret():
         k.add_kernel[(3,)](x, x, out, 300, BLOCK=128)
         k.helper_kernel[(3,)](x, out, 300, 2.0, BLOCK=128)
     assert dict(vars(tl)) == language_before
     assert dict(vars(tl.tensor)) == tensor_before
+    assert interpreter._get_np_dtype is np_dtype_before
     compiled = _compile_for_cuda(k.add_kernel)
     assert "ld.global" in compiled.asm["ptx"]
 
@@ -51,10 +55,52 @@ def test_nested_sessions_fail_loudly():
 
 def test_patches_are_restored_after_an_error():
     run_before = type(k.add_kernel).run
+    np_dtype_before = interpreter._get_np_dtype
     x = np.ones(10, np.float32)
     with pytest.raises(kernel_nb.KernelMemoryError), kernel_nb.interpret():
         k.add_kernel_no_mask[(1,)](x, x, x, 10, BLOCK=16)
     assert type(k.add_kernel).run is run_before
+    assert interpreter._get_np_dtype is np_dtype_before
+
+
+def test_the_interpreters_numpy_types_are_answered_as_it_answers_them_while_a_launch_runs():
+    own = interpreter._get_np_dtype
+    types = [getattr(tl, name) for name in dir(tl) if isinstance(getattr(tl, name), tl.dtype)]
+    types += [
+        tl.pointer_type(tl.float32),
+        tl.pointer_type(tl.int8),
+        tl.block_type(tl.pointer_type(tl.float16), [4]),
+    ]
+    types += [tl.block_type(t, [2, 8]) for t in types if not isinstance(t, tl.block_type)]
+    expected = {}
+    for t in types:
+        try:
+            expected[str(t)] = own(t)
+        except KeyError:  # a type the interpreter holds no numpy type for (tl.void, fp8e4b15 ...)
+            expected[str(t)] = KeyError
+    seen = {}
+
+    @triton.jit
+    def probe(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+    def answers():
+        for _ in range(2):  # the second time from what the first remembered
+            for t in types:
+                try:
+                    got = interpreter._get_np_dtype(t)
+                except KeyError:
+                    got = KeyError
+                assert seen.setdefault(str(t), got) == got
+
+    x = np.zeros(1, np.int32)
+    with kernel_nb.interpret():
+        probe[(1,)](x)
+        with routed_language():  # the scope every launch runs in
+            assert interpreter._get_np_dtype is not own
+            answers()
+    assert x[0] == 1
+    assert seen == expected and len(seen) > 20
 
 
 @triton.autotune(
