@@ -158,12 +158,7 @@ class Engine:
         order: ProgramOrder,
     ) -> SerialRun:
         """The batched strategy where it applies and succeeds, else the serial one from the snapshot."""
-        reason = unsupported_reason(
-            fn,
-            self.options,
-            lambda: self.rewrites.rewritten(fn, instrument=self.options.capture),
-            own=self.rewrites.own.get(fn),
-        )
+        reason = unsupported_reason(fn, self.options, self.rewrites)
         if reason is None:
             # ranges first; per-element bookkeeping where ranges cannot prove the batches exact
             precise: str | None = None

@@ -21,10 +21,9 @@ def name_facts(fdef: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], 
     bound.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     for stmt in fdef.body:
         for node in ast.walk(stmt):
+            _count_read(node, counts)
             if isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Load):
-                    counts[node.id] += 1
-                else:
+                if not isinstance(node.ctx, ast.Load):
                     bound.add(node.id)
             elif isinstance(node, ast.Call):
                 func = node.func
@@ -32,8 +31,6 @@ def name_facts(fdef: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], 
                     called.add(func.id)
                 elif isinstance(func, ast.Attribute):
                     called.add(func.attr)
-            elif isinstance(node, ast.AugAssign):
-                counts.update(target_names(node.target))
     return called, counts, bound
 
 
@@ -42,11 +39,17 @@ def reads(body: list[ast.stmt]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for stmt in body:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                counts[node.id] += 1
-            elif isinstance(node, ast.AugAssign):
-                counts.update(target_names(node.target))
+            _count_read(node, counts)
     return counts
+
+
+def _count_read(node: ast.AST, counts: Counter[str]) -> None:
+    """Count the names `node` itself reads: a name loaded, an augmented assignment's target."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            counts[node.id] += 1
+    elif isinstance(node, ast.AugAssign):
+        counts.update(target_names(node.target))
 
 
 def binding_order(body: list[ast.stmt]) -> list[tuple[set[str], set[str]]]:

@@ -38,7 +38,6 @@ from kernel_nb.engine.restore import RestoreOnTouch
 from kernel_nb.engine.rewrite import RewriteCache
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.engine.snapshot import InputSnapshot
-from kernel_nb.engine.waiting import waits
 from kernel_nb.errors import KernelError
 from kernel_nb.options import Options
 from kernel_nb.trace import Deferred, Finding, Launch, MemoryEvent, Pid, ProgramTrace
@@ -85,7 +84,7 @@ def detect_masked_fill(
     (A breakpoint() in a helper only is not seen, and would stop the replay too.)
     """
     candidates = _candidates(launch)
-    if not candidates or waits(fn, rewrites.own.get(fn)):
+    if not candidates or rewrites.waits(fn):
         return []
     # breakpoint() in the source stops any run of it; the rewrite the launch made says so
     if rewrites.rewritten(fn, instrument=options.capture).breakpoints:

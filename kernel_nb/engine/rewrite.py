@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernel_nb.engine import triton_compat
+from kernel_nb.engine import triton_compat, waiting
 from kernel_nb.engine.control_checks import condition, loop_bound
 from kernel_nb.engine.name_facts import binding_order, carried, expression_facts, name_facts, reads
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, ends_early, target_names
@@ -136,6 +136,11 @@ class RewriteCache:
                 fn, instrument=instrument, breakpoints=breakpoints, source=source, own=self.own.get(fn)
             )
         return self._rewrites[key]
+
+    def waits(self, fn: Callable[..., Any]) -> str | None:
+        """Where `fn` or a helper it calls may wait for another program (see waiting.waits), read
+        from the lines its JITFunction kept."""
+        return waiting.waits(fn, self.own.get(fn))
 
     def note_source(self, jit: Any) -> None:
         """Remember the source `jit` compiles when `_unsafe_update_src` replaced its function's own."""

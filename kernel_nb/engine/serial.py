@@ -31,7 +31,7 @@ from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.recorder import FunctionProbe, Recorder
 from kernel_nb.engine.rewrite import LocalStatement, RewriteCache, RewrittenFunction
 from kernel_nb.engine.shadow import COMPANIONS, ShadowRun
-from kernel_nb.engine.waiting import Deadlock, Turns, waits
+from kernel_nb.engine.waiting import Deadlock, Turns
 from kernel_nb.errors import KernelCompileError, KernelDeadlockError, KernelError, LaunchInterrupted
 from kernel_nb.options import Options
 from kernel_nb.trace import Launch, Pid, SourceInfo, Statement
@@ -70,9 +70,7 @@ class SerialRun:
         self.observations = Observations()
         self.detect = self.options.detect and not self.replay
         # a kernel that may wait for another program runs its programs in turns
-        self.turns = (
-            Turns(self.locate, self.codes) if waits(self.fn, self.rewrites.own.get(self.fn)) else None
-        )
+        self.turns = Turns(self.locate, self.codes) if self.rewrites.waits(self.fn) else None
         self.recorder, self.guard = self._parts()
         self.shadow = (
             ShadowRun(

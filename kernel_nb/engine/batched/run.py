@@ -38,9 +38,8 @@ from kernel_nb.engine.batched.offsets import pointer_tile
 from kernel_nb.engine.batched.recorder import BatchRecorder, Oversized
 from kernel_nb.engine.order import batches
 from kernel_nb.engine.patches import interpreter_scope
-from kernel_nb.engine.rewrite import RewrittenFunction, SourceUnavailableError
+from kernel_nb.engine.rewrite import RewriteCache, SourceUnavailableError
 from kernel_nb.engine.serial import SerialRun
-from kernel_nb.engine.waiting import waits
 from kernel_nb.options import Options
 from kernel_nb.trace import Pid, ProgramTrace, RecordBlock
 
@@ -48,15 +47,9 @@ MAX_BATCH = 4096  # values of a batch's programs are copied only while the budge
 PROBE_BATCH = 64  # the first batch of a launch: sizes the others (see `_batch_sizes`)
 
 
-def unsupported_reason(
-    fn: Callable[..., Any],
-    options: Options,
-    rewritten: Callable[[], RewrittenFunction],
-    own: tuple[list[str], int] | None = None,
-) -> str | None:
-    """Why the batched strategy does not apply to a launch of `fn` (None: it applies);
-    `rewritten()` gives the kernel as the launch runs it (asked only where the options allow
-    batches); `own`: fn's lines as its JITFunction read them (see `waits`)."""
+def unsupported_reason(fn: Callable[..., Any], options: Options, rewrites: RewriteCache) -> str | None:
+    """Why the batched strategy does not apply to a launch of `fn` (None: it applies); the kernel
+    as the launch runs it is read from `rewrites` only where the options allow batches."""
     if options.strategy == "serial":
         return "the serial strategy was asked for"
     if options.breakpoints:
@@ -64,7 +57,7 @@ def unsupported_reason(
     if options.order != "serial":
         return f"programs run in {options.order} order"
     try:
-        kernel = rewritten()
+        kernel = rewrites.rewritten(fn, instrument=options.capture)
     except SourceUnavailableError:
         return "the kernel's source is not available"
     # what makes the programs depend on running one at a time
@@ -74,7 +67,7 @@ def unsupported_reason(
         return f"the kernel calls {kernel.breakpoints[0]}"
     if kernel.calls_inline_asm:
         return "the kernel calls inline_asm"
-    return waits(fn, own)
+    return rewrites.waits(fn)
 
 
 @dataclass
