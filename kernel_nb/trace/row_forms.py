@@ -13,28 +13,33 @@ class TileRows:
     """Rows of integer arrays that are one tile at a per-row shift: row i is `shift[i] + lanes`.
 
     Stands in for the (rows, *shape) array it describes (pointer offsets and memory indices of a
-    tiled access), so that a batch keeps two small vectors instead of a value per lane; a row is
+    tiled access, integer values such as `pid * BLOCK + tl.arange(0, BLOCK)`), so that a batch keeps two small vectors instead of a value per lane; a row is
     made when someone reads it.
     """
 
-    def __init__(self, shift: np.ndarray, lanes: np.ndarray, shape: tuple[int, ...]) -> None:
+    dtype = np.dtype(np.int64)  # the rows' type (traces saved before it was kept: int64)
+
+    def __init__(
+        self, shift: np.ndarray, lanes: np.ndarray, shape: tuple[int, ...], dtype: Any = np.int64
+    ) -> None:
         self.shift = shift
         self.lanes = lanes
         self.shape = (len(shift), *shape)
+        self.dtype = np.dtype(dtype)
 
     def __len__(self) -> int:
         return len(self.shift)
 
     def __getitem__(self, row: int) -> np.ndarray:
-        return (self.lanes + self.shift[row]).reshape(self.shape[1:])
+        return (self.lanes + self.shift[row]).astype(self.dtype, copy=False).reshape(self.shape[1:])
 
     def rows(self, at: np.ndarray) -> TileRows:
         """Rows `at` of these."""
-        return TileRows(self.shift[at], self.lanes, self.shape[1:])
+        return TileRows(self.shift[at], self.lanes, self.shape[1:], self.dtype)
 
     def row_nbytes(self) -> int:
         """Bytes of one row once made (what the serial strategy keeps per program)."""
-        return int(self.lanes.size) * np.dtype(np.int64).itemsize
+        return int(self.lanes.size) * self.dtype.itemsize
 
 
 class GatheredRows:

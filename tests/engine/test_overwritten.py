@@ -90,7 +90,7 @@ def test_an_output_written_whole_is_not_copied_and_its_inputs_are_kept(monkeypat
     x = np.arange(n, dtype=np.float32)
     original = np.linspace(-1, 1, n, dtype=np.float32)
     out = original.copy()
-    with kernel_nb.interpret(strategy="auto", working_set_bytes=64 << 10) as session:
+    with kernel_nb.interpret(strategy="auto", working_set_bytes=16 << 10) as session:
         k.copy_kernel[(n // block,)](x, out, n, BLOCK=block)
     launch = session.trace[0]
     assert launch.strategy == "batched"

@@ -10,7 +10,7 @@ from tests.engine import kernels as k
 
 N, BLOCK = 64 * 256, 256
 # batches of a few dozen programs, each of which keeps its values
-SMALL = {"strategy": "auto", "working_set_bytes": 64 << 10, "budget_bytes": 1 << 30}
+SMALL = {"strategy": "auto", "working_set_bytes": 16 << 10, "budget_bytes": 1 << 30}
 
 
 def _batches(monkeypatch) -> list[int]:

@@ -24,12 +24,15 @@ from kernel_nb.engine.batched.tiles import (
     SPLAT,
     Affine,
     AffinePointers,
-    IntegerForm,
+    FormIntegers,
     carry_form,
+    formed_comparison,
+    formed_integers,
     integer_form,
     pointer_origin,
     scaled_form,
     shape_of,
+    summed_form,
 )
 
 TensorHandle = triton_compat.TensorHandle
@@ -101,33 +104,29 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
     # -- pointers --------------------------------------------------------------------------------
 
     def create_add(self, lhs: Any, rhs: Any) -> Any:
+        lazy = formed_integers(summed_form(lhs, rhs), lhs, rhs)
+        if lazy is not None:
+            return lazy  # (no wrap-around: no overflow for the arithmetic checks to find)
         result = super().create_add(lhs, rhs)
         data = result.data
         if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu" or data.ndim < 2:
             return result
-        a, b = integer_form(lhs), integer_form(rhs)
-        if a is None or b is None or a.lanes.size != data[0].size or b.lanes.size != data[0].size:
-            return result
-        base, lanes = a.base + b.base, a.lanes + b.lanes
-        if base.size == 1:
-            return result  # the same in every program: no form needed
-        info = np.iinfo(data.dtype)
-        if int(base.min()) + int(lanes.min()) < info.min or int(base.max()) + int(lanes.max()) > info.max:
-            return result  # wrapped around: the form would not be the values
-        setattr(result, INTEGER_FORM, IntegerForm(base, lanes))
+        form = summed_form(lhs, rhs, data.dtype)
+        if form is not None and form.lanes.size == data[0].size:
+            setattr(result, INTEGER_FORM, form)
         return result
 
     def create_addptr(self, ptr: Any, offset: Any) -> Any:
         shape = getattr(ptr, AFFINE, None)
-        ptr_shape = shape_of(ptr)
-        same_block = len(ptr_shape) >= 2 and tuple(ptr_shape[1:]) == tuple(offset.data.shape[1:])
+        ptr_shape, offset_shape = shape_of(ptr), shape_of(offset)
+        same_block = len(ptr_shape) >= 2 and tuple(ptr_shape[1:]) == tuple(offset_shape[1:])
         form = integer_form(offset) if same_block else None
-        if form is not None and form.lanes.size == offset.data[0].size:
+        if form is not None and form.lanes.size == int(np.prod(offset_shape[1:])):
             origin = shape or pointer_origin(ptr, form.lanes.size)
             if origin and origin.lanes.size == form.lanes.size:
                 width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
                 moved = Affine(origin.base + form.base * width, origin.lanes + form.lanes * width)
-                full = np.broadcast_shapes(ptr_shape, offset.data.shape)
+                full = np.broadcast_shapes(ptr_shape, offset_shape)
                 if moved.base.size in (1, full[0]):
                     return AffinePointers(moved, full, ptr.dtype)
         steps = getattr(offset, SPLAT, None)
@@ -239,6 +238,11 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
         )
 
     def create_mul(self, lhs: Any, rhs: Any) -> Any:
+        if isinstance(lhs, FormIntegers) or isinstance(rhs, FormIntegers):
+            dtype = triton_compat.np_dtype(lhs.dtype.scalar)
+            lazy = formed_integers(scaled_form(lhs, rhs, dtype), lhs, rhs) if dtype.kind in "iu" else None
+            if lazy is not None:
+                return lazy
         result = super().create_mul(lhs, rhs)
         data = result.data
         if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and data.ndim >= 2:
@@ -463,3 +467,30 @@ for _name in (
     "create_atomic_poll",
 ):
     setattr(BatchedBuilder, _name, _refusal(_name.removeprefix("create_")))
+
+
+def _comparison(name: str, op: Any) -> Callable[..., Any]:
+    """The builder's integer comparison `name`, from an operand's IntegerForm where it can."""
+    interpreted = getattr(triton_compat.InterpreterBuilder, name)
+
+    def compare(self: Any, lhs: Any, rhs: Any) -> Any:
+        made = formed_comparison(lhs, rhs, op)
+        return interpreted(self, lhs, rhs) if made is None else made
+
+    compare.__name__ = name
+    return compare
+
+
+for _name, _op in (
+    ("create_icmpSLT", np.less),
+    ("create_icmpSLE", np.less_equal),
+    ("create_icmpSGT", np.greater),
+    ("create_icmpSGE", np.greater_equal),
+    ("create_icmpULT", np.less),
+    ("create_icmpULE", np.less_equal),
+    ("create_icmpUGT", np.greater),
+    ("create_icmpUGE", np.greater_equal),
+    ("create_icmpEQ", np.equal),
+    ("create_icmpNE", np.not_equal),
+):
+    setattr(BatchedBuilder, _name, _comparison(_name, _op))

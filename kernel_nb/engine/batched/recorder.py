@@ -24,7 +24,7 @@ from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.loops_ahead import LoopsAhead
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.row_copies import RowCopies, Rows
-from kernel_nb.engine.batched.tiles import AFFINE, INTEGER_FORM, AffinePointers, IntegerForm
+from kernel_nb.engine.batched.tiles import AFFINE, INTEGER_FORM, AffinePointers, FormIntegers, IntegerForm
 from kernel_nb.engine.memory import base_array as _whole
 from kernel_nb.engine.memory import holds_copy
 from kernel_nb.engine.recorder import COMPANIONS, Recorder, assignment
@@ -247,6 +247,8 @@ class BatchRecorder(MaskedLoops, Recorder):
             # what it holds: a base per program, and its addresses only where something made them
             # (an access out of tile form; the batched loads, stores and records never do)
             per_program = 8 if handle._data is None else 8 * int(np.prod(shape[1:]))
+        elif isinstance(handle, FormIntegers) and handle._data is None:
+            per_program = 8  # a base per program, its values not made (see FormIntegers)
         else:
             data = triton_compat.tensor_data(value)
             if not isinstance(data, np.ndarray) or not data.ndim or not data.shape[0] or not data.strides[0]:
@@ -274,7 +276,7 @@ class BatchRecorder(MaskedLoops, Recorder):
     def record(self, stmt: int, value: Any) -> None:
         if self.statement_info[stmt].kind not in COMPANIONS:  # a companion's value dies at once
             self._measure(stmt, value)
-        tile = self._pointer_tile(value)
+        tile = self._pointer_tile(value) or self._integer_tile(value)
         if tile is not None:
             self._record_tile(stmt, value, *tile)
             return
@@ -486,10 +488,28 @@ class BatchRecorder(MaskedLoops, Recorder):
             return None
         return tile_offsets(self.addresses, affine, self.width)
 
-    def _record_tile(self, stmt: int, value: Any, shift: np.ndarray, lanes: np.ndarray, arg: str) -> None:
+    def _integer_tile(self, value: Any) -> tuple[np.ndarray, np.ndarray, None] | None:
+        """An integer block held by its form (FormIntegers, not made): each program's values as
+        shift + lanes, so that its records need no array per program either."""
+        if not triton_compat.is_tensor(value):
+            return None
+        handle = value.handle
+        if not (isinstance(handle, FormIntegers) and handle._data is None):
+            return None
+        form = getattr(handle, INTEGER_FORM)
+        if form.base.size != self.width or not 0 < form.lanes.size <= 1 << 21:
+            return None  # (the mean as Summary.of has it: an exact integer sum in float64)
+        return form.base, form.lanes, None
+
+    def _record_tile(
+        self, stmt: int, value: Any, shift: np.ndarray, lanes: np.ndarray, arg: str | None
+    ) -> None:
+        """Record a tile form's rows (a pointer block's offsets into `arg`, or integers: None)."""
         batch = len(self.batch)
         shape = triton_compat.tensor_shape(value)
         count = lanes.size
+        handle = value.handle
+        dtype = handle.np_dtype if isinstance(handle, FormIntegers) else np.int64
         # the mean as Summary.of computes it: the exact integer sum, divided once
         total = shift.astype(np.float64) * count + float(int(lanes.sum()))
         summaries = SummaryColumns(
@@ -505,7 +525,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         if self.keep:
             kept = self.kept_positions()
             picked = np.arange(self.width) if kept is None else kept
-            values = TileRows(shift[picked], lanes, shape)
+            values = TileRows(shift[picked], lanes, shape, dtype)
             value_rows = self.kept_row_map()
         self.add_block(
             RecordBlock(

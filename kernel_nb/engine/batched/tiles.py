@@ -130,6 +130,24 @@ def scaled_form(lhs: Any, rhs: Any, dtype: np.dtype) -> IntegerForm | None:
     return None
 
 
+def summed_form(lhs: Any, rhs: Any, dtype: np.dtype | None = None) -> IntegerForm | None:
+    """The IntegerForm of `lhs + rhs` where both sides have one and their sum is per program and
+    stays inside the integer type (`dtype`: the result's, else the operands' Triton type's)."""
+    a, b = integer_form(lhs), integer_form(rhs)
+    if a is None or b is None or a.lanes.size != b.lanes.size:
+        return None
+    base, lanes = a.base + b.base, a.lanes + b.lanes
+    if base.size == 1:
+        return None  # the same in every program: no form needed
+    dtype = triton_compat.np_dtype(lhs.dtype.scalar) if dtype is None else dtype
+    if dtype.kind not in "iu":
+        return None
+    info = np.iinfo(dtype)
+    if int(base.min()) + int(lanes.min()) < info.min or int(base.max()) + int(lanes.max()) > info.max:
+        return None  # wrapped around: the form would not be the values
+    return IntegerForm(base, lanes)
+
+
 def reshaped(lanes: np.ndarray, block: tuple[int, ...], how: Any) -> np.ndarray:
     """A tile's lanes after a shape operation on its block (`how` maps the (block) array of lanes
     to the new block's, as broadcast, reshape and transpose do to the values)."""
@@ -145,6 +163,10 @@ def carry_form(arg: Any, shape: tuple[int, ...], how: Any, data: Any) -> Any:
         lanes = reshaped(affine.lanes, arg._shape[1:], how)
         moved = affine if np.array_equal(lanes, affine.lanes) else Affine(affine.base, lanes)
         return AffinePointers(moved, shape, arg.dtype.scalar)
+    if isinstance(arg, FormIntegers) and arg._data is None:
+        form = getattr(arg, INTEGER_FORM)
+        lanes = reshaped(form.lanes, arg._shape[1:], how)
+        return FormIntegers(IntegerForm(form.base, lanes), shape, arg.dtype.scalar, arg.np_dtype)
     result = TensorHandle(data(), arg.dtype.scalar)
     form = getattr(arg, INTEGER_FORM, None)
     if form is not None:
@@ -175,6 +197,78 @@ class AffinePointers(TensorHandle):  # type: ignore[misc,valid-type]
     @data.setter
     def data(self, value: np.ndarray) -> None:
         self._data = value
+
+
+class FormIntegers(TensorHandle):  # type: ignore[misc,valid-type]
+    """An integer block held as its IntegerForm, one row per program of the batch: its values
+    (`data`) are made only if something asks for them. The offsets `pid * BLOCK + tl.arange(0,
+    BLOCK)` then cost no array per lane: pointer arithmetic, a comparison with one value per
+    program (`offsets < n`) and the statement's record work from the form."""
+
+    _shape: tuple[int, ...]
+    _data: np.ndarray | None
+    np_dtype: np.dtype
+
+    def __init__(self, form: IntegerForm, shape: tuple[int, ...], dtype: Any, np_dtype: np.dtype) -> None:
+        # the interpreter's own constructor would check `data`: set the fields directly
+        self.__dict__.update(dtype=dtype, attr={}, _shape=shape, _data=None, np_dtype=np_dtype)
+        setattr(self, INTEGER_FORM, form)
+
+    @property  # type: ignore[override]
+    def data(self) -> np.ndarray:
+        if self._data is None:
+            form, dtype = getattr(self, INTEGER_FORM), self.np_dtype
+            # in the values' own type, no 64-bit array per lane: the sums fit it (modulo 2**bits
+            # a base or a lane outside it adds up the same)
+            rows = np.add(form.base.astype(dtype).reshape(-1, 1), form.lanes.astype(dtype).reshape(1, -1))
+            self._data = rows.reshape(self._shape)
+        return self._data
+
+    @data.setter
+    def data(self, value: np.ndarray) -> None:
+        self._data = value
+
+
+def formed_integers(form: IntegerForm | None, lhs: Any, rhs: Any) -> FormIntegers | None:
+    """The result of an integer operation on `lhs` and `rhs` as a FormIntegers, where `form` holds
+    its values (one base per program, every lane's offset, no wrap-around: the callers check) in
+    32 bits or fewer, as the interpreter would type them."""
+    if form is None or lhs.dtype.scalar != rhs.dtype.scalar:
+        return None
+    dtype = triton_compat.np_dtype(lhs.dtype.scalar)
+    if dtype.kind not in "iu" or dtype.itemsize > 4:
+        return None
+    shape = np.broadcast_shapes(shape_of(lhs), shape_of(rhs))
+    if len(shape) < 2 or form.base.size != shape[0] or form.lanes.size != int(np.prod(shape[1:])):
+        return None
+    return FormIntegers(form, shape, lhs.dtype.scalar, dtype)
+
+
+def formed_comparison(lhs: Any, rhs: Any, op: Any) -> Any:
+    """`op(lhs, rhs)` of an integer comparison where one side is a FormIntegers not made yet and
+    the other one value per program (`offsets < n`): from the form, `base + lanes < n` being
+    `lanes < n - base`, in 64-bit integers where both are exact (None: not such a comparison)."""
+    lazy = lhs if isinstance(lhs, FormIntegers) and lhs._data is None else None
+    other = rhs
+    if lazy is None:
+        lazy, other = (rhs, lhs) if isinstance(rhs, FormIntegers) and rhs._data is None else (None, rhs)
+    if lazy is None or isinstance(other, (FormIntegers, AffinePointers)):
+        return None
+    splat = getattr(other, SPLAT, None)  # a scalar made a block: one value per program
+    values = other.data if splat is None else splat
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu" or values.dtype.itemsize > 4:
+        return None
+    shape = lazy._shape
+    if values.size != (values.shape[0] if values.ndim else 1) or values.size not in (1, shape[0]):
+        return None
+    form = getattr(lazy, INTEGER_FORM)
+    block = shape[1:]
+    lanes = form.lanes.reshape((1, *block))
+    limit = (values.reshape(-1).astype(np.int64) - form.base).reshape((-1,) + (1,) * len(block))
+    made = op(lanes, limit) if lazy is lhs else op(limit, lanes)
+    if made.shape != shape:
+        return None
+    return TensorHandle(made, lhs.dtype.scalar)
 
 
 class Addresses:
@@ -291,8 +385,9 @@ def widened(old: Any, new: Any, at: np.ndarray, batch: int) -> Any:
 
 
 def shape_of(handle: Any) -> tuple[int, ...]:
-    """A handle's data shape, without making an AffinePointers' addresses."""
-    if isinstance(handle, AffinePointers):
+    """A handle's data shape, without making the values of a lazy form (AffinePointers,
+    FormIntegers)."""
+    if isinstance(handle, (AffinePointers, FormIntegers)):
         return handle._shape  # type: ignore[no-any-return]
     return handle.data.shape  # type: ignore[no-any-return]
 
