@@ -13,8 +13,8 @@ class TileRows:
     """Rows of integer arrays that are one tile at a per-row shift: row i is `shift[i] + lanes`.
 
     Stands in for the (rows, *shape) array it describes (pointer offsets and memory indices of a
-    tiled access, integer values such as `pid * BLOCK + tl.arange(0, BLOCK)`), so that a batch keeps two small vectors instead of a value per lane; a row is
-    made when someone reads it.
+    tiled access, integer values such as `pid * BLOCK + tl.arange(0, BLOCK)`), so that a batch
+    keeps two small vectors instead of a value per lane; a row is made when someone reads it.
     """
 
     dtype = np.dtype(np.int64)  # the rows' type (traces saved before it was kept: int64)

@@ -868,8 +868,9 @@ class BatchRecorder(MaskedLoops, Recorder):
         gathered = self._gathered_of(rows)
         if gathered is not None:  # tiles of them: kept as their places
             return gathered if index is None else gathered.rows(index)  # type: ignore[return-value]
-        if rows.dtype == np.bool_ and rows.size and rows.all():
+        if rows.dtype == np.bool_ and rows.size and _whole(rows).nbytes >= rows.nbytes and rows.all():
             # a mask with every lane on, as most loads and stores have: one byte stands for them
+            # (a broadcast holds no byte per lane already: it is not looked through)
             count = len(rows) if index is None else index.size
             return np.broadcast_to(np.True_, (count, *rows.shape[1:]))
         if index is None:
