@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 import kernel_nb
-from kernel_nb.engine.batched import tiles
+from kernel_nb.engine.batched import builder, tiles
 
 
 @pytest.fixture
@@ -130,3 +130,74 @@ def test_offsets_that_wrap_around_are_made_as_the_interpreter_makes_them(strateg
     np.testing.assert_array_equal(out, (wrapped < 0).astype(np.int32))
     got = session.trace[0].value((3, 0, 0), "offsets")
     np.testing.assert_array_equal(got, wrapped[3 * block :].astype(np.int32))
+
+
+@triton.jit
+def _bounds_kernel(out_ptr, lo, hi, BLOCK: tl.constexpr, KIND: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    if KIND == 0:
+        inside = offsets < hi
+    elif KIND == 1:
+        inside = hi > offsets  # the form on the right
+    elif KIND == 2:
+        inside = offsets >= lo
+    else:
+        inside = offsets <= hi
+    tl.store(out_ptr + offsets, inside.to(tl.int32) + 1, mask=inside)
+
+
+@pytest.fixture
+def comparisons(monkeypatch):
+    """The values of the comparisons the batched builder made from a form, in order."""
+    made = []
+    original = builder.formed_comparison
+
+    def spy(lhs, rhs, op):
+        result = original(lhs, rhs, op)
+        if result is not None:
+            made.append(result.data)
+        return result
+
+    monkeypatch.setattr(builder, "formed_comparison", spy)
+    return made
+
+
+@pytest.mark.parametrize("kind", range(4))
+@pytest.mark.parametrize(("lo", "hi"), [(0, 1 << 20), (-5, -1), (0, 100), (37, 128)])
+def test_a_bound_every_lane_or_no_lane_meets_is_one_value_for_the_block(kind, lo, hi, comparisons, strategy):
+    if strategy == "serial":
+        pytest.skip("compares the strategies itself")
+    block, programs = 32, 4
+    outs, launches = {}, {}
+    for run in ("auto", "serial"):
+        outs[run] = np.full(programs * block, -1, np.int32)
+        with kernel_nb.interpret(strategy=run) as session:
+            _bounds_kernel[(programs,)](outs[run], lo, hi, BLOCK=block, KIND=kind)
+        launches[run] = session.trace[0]
+    batched, serial = launches["auto"], launches["serial"]
+    assert batched.strategy == "batched"
+    np.testing.assert_array_equal(outs["auto"], outs["serial"])
+    offsets = np.arange(programs * block)
+    want = [offsets < hi, hi > offsets, offsets >= lo, offsets <= hi][kind]
+    np.testing.assert_array_equal(outs["auto"], np.where(want, 2, -1))
+    for pid in ((p, 0, 0) for p in range(programs)):
+        np.testing.assert_array_equal(batched.value(pid, "inside"), serial.value(pid, "inside"))
+        got = [(r.stmt, r.summary) for r in batched.programs[pid].records]
+        assert got == [(r.stmt, r.summary) for r in serial.programs[pid].records]
+        (event,) = batched.programs[pid].events
+        assert event.active == int(want[pid[0] * block : (pid[0] + 1) * block].sum())
+    assert batched.kept_bytes == serial.kept_bytes
+    # where every lane of every program agrees, no byte per lane is made: the mask is one value,
+    # and so is every store's mask kept
+    one_value = bool(want.all() or not want.any())
+    assert len(comparisons) == 1
+    assert (comparisons[0].strides == (0, 0)) == one_value
+    if want.all():
+        assert all(batched.programs[(p, 0, 0)].events[0].mask.strides == (0,) for p in range(programs))
+        # also where the budget keeps some programs only, and their rows are taken from the batch's
+        with kernel_nb.interpret(budget_bytes=1) as session:
+            _bounds_kernel[(programs,)](np.zeros_like(outs["auto"]), lo, hi, BLOCK=block, KIND=kind)
+        first = session.trace[0].programs[(0, 0, 0)]
+        assert first.kept and not session.trace[0].programs[(1, 0, 0)].kept
+        assert first.events[0].mask.strides == (0,) and first.events[0].mask.all()

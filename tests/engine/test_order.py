@@ -86,7 +86,7 @@ def _finished_batches(monkeypatch):
 
 
 def test_the_working_set_sizes_the_batches(monkeypatch):
-    n, block, working_set = 64 * 256, 256, 32 << 10
+    n, block, working_set = 64 * 256, 256, 16 << 10
     x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
     finished = _finished_batches(monkeypatch)
     out = np.zeros(n, np.float32)
@@ -98,10 +98,10 @@ def test_the_working_set_sizes_the_batches(monkeypatch):
     assert sum(size for size, _ in finished) == n // block == len(launch.programs)
     assert len(finished) > 1
     for size, per_program in finished:
-        # the mask is each program's own value, the offsets a base per program (their values are
-        # never made: see FormIntegers); x and y are views of the launch's inputs (tiles side by
-        # side), which take no bytes of their own
-        own = block + 8
+        # the offsets are a base per program (their values are never made: see FormIntegers), and
+        # the mask one value for the block (every lane of every program is inside); x and y are
+        # views of the launch's inputs (tiles side by side), which take no bytes of their own
+        own = 8
         assert own <= per_program < own + 4 * block
         assert size * batched_recorder.WORKING_SET_FACTOR * per_program <= working_set
 

@@ -868,10 +868,15 @@ class BatchRecorder(MaskedLoops, Recorder):
         gathered = self._gathered_of(rows)
         if gathered is not None:  # tiles of them: kept as their places
             return gathered if index is None else gathered.rows(index)  # type: ignore[return-value]
-        if rows.dtype == np.bool_ and rows.size and _whole(rows).nbytes >= rows.nbytes and rows.all():
+        count = len(rows) if index is None else index.size
+        whole = _whole(rows)
+        if rows.size and whole.size == 1:
+            # one value for every lane (an unmasked access's mask, a bound every lane meets):
+            # kept as that one value, in an array of its own
+            return np.broadcast_to(whole.reshape(-1)[:1].copy().reshape(()), (count, *rows.shape[1:]))
+        if rows.dtype == np.bool_ and rows.size and whole.nbytes >= rows.nbytes and rows.all():
             # a mask with every lane on, as most loads and stores have: one byte stands for them
             # (a broadcast holds no byte per lane already: it is not looked through)
-            count = len(rows) if index is None else index.size
             return np.broadcast_to(np.True_, (count, *rows.shape[1:]))
         if index is None:
             if self._sole_array(rows):

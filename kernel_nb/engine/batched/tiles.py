@@ -265,10 +265,36 @@ def formed_comparison(lhs: Any, rhs: Any, op: Any) -> Any:
     block = shape[1:]
     lanes = form.lanes.reshape((1, *block))
     limit = (values.reshape(-1).astype(np.int64) - form.base).reshape((-1,) + (1,) * len(block))
+    same = (
+        None if limit.size != shape[0] else _same_everywhere(form.lanes, limit.reshape(-1), op, lazy is lhs)
+    )
+    if same is not None:
+        # `offsets < n` where every program's tile lies inside: one value for the whole block,
+        # which the loads, stores and records take as they take an unmasked access's mask
+        return TensorHandle(np.broadcast_to(np.bool_(same), shape), lhs.dtype.scalar)
     made = op(lanes, limit) if lazy is lhs else op(limit, lanes)
     if made.shape != shape:
         return None
     return TensorHandle(made, lhs.dtype.scalar)
+
+
+_ORDERED = (np.less, np.less_equal, np.greater, np.greater_equal)
+
+
+def _same_everywhere(lanes: np.ndarray, limit: np.ndarray, op: Any, lanes_first: bool) -> bool | None:
+    """The value of an order comparison between every lane and its row's limit where it is one
+    value for every lane of every row (None: it is not, or the comparison is not an order). The
+    lanes where an order comparison holds are a prefix or a suffix of the lanes in order: true at
+    the least and the greatest lane, it is true at every lane; false at both, false at every one."""
+    if op not in _ORDERED or not lanes.size or not limit.size:
+        return None
+    ends = np.array([lanes.min(), lanes.max()], np.int64).reshape(2, 1)
+    at_ends = op(ends, limit) if lanes_first else op(limit, ends)
+    if at_ends.all():
+        return True
+    if not at_ends.any():
+        return False
+    return None
 
 
 class Addresses:
