@@ -22,6 +22,17 @@ def strategy(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def nothing_measured():
+    """Each test's launches start with nothing measured, as in a fresh process: what a launch
+    made again assumes of its programs is tested where it is made again (see batched/measured)."""
+    from kernel_nb.engine.batched import measured
+
+    measured.forget()
+    yield
+    measured.forget()
+
+
 @pytest.fixture
 def copies(monkeypatch):
     """The arrays the batched recorder copies values of kept programs into, as the launch makes them."""

@@ -432,3 +432,13 @@ def store_twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offsets, mask=mask)
     tl.store(out_ptr + offsets, x, mask=mask)
     tl.store(out_ptr + offsets, x * 2, mask=mask)
+
+
+@triton.jit
+def counted_loop_kernel(trips_ptr, out_ptr):
+    """A loop whose trip count the data sets: two records per iteration (the loop variable, acc)."""
+    pid = tl.program_id(0)
+    acc = pid * 0.0
+    for _i in range(tl.load(trips_ptr + pid)):
+        acc += 1.0
+    tl.store(out_ptr + pid, acc)

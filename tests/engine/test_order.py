@@ -223,3 +223,64 @@ def test_a_batch_that_reaches_the_end_of_the_budget_ends_there(monkeypatch):
     assert launch.kept_bytes - budget < launch.kept_bytes / len(kept)
     assert not picked  # no values of cut programs were held and copied out
     np.testing.assert_array_equal(launch.value(kept[-1], "x"), x[(len(kept) - 1) * block : len(kept) * block])
+
+
+def test_a_launch_made_again_sizes_its_first_batch_by_what_the_last_one_measured(monkeypatch):
+    from kernel_nb.engine.batched import run as batched_run
+
+    programs, block = 4096, 256
+    n = programs * block
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    finished = _finished_batches(monkeypatch)
+    runs = []
+    for again in range(3):
+        finished.clear()
+        out = np.zeros(n, np.float32)
+        # the last launch: another n, which the measurement of the others is not for
+        size = n if again < 2 else n - block
+        with kernel_nb.interpret(strategy="auto") as session:
+            k.add_kernel[(programs,)](x, y, out, size, BLOCK=block)
+        launch = session.trace[0]
+        assert launch.strategy == "batched"
+        np.testing.assert_array_equal(out[:size], (x + y)[:size])
+        runs.append((launch, [s for s, _ in finished], [b for _, b in finished]))
+    (first, sizes, measured), (again, sizes_again, measured_again), (other, sizes_other, _) = runs
+    assert sizes[0] == batched_run.PROBE_BATCH and sum(sizes) == programs
+    # made again: no probe, the first batch as large as the last launch's measure lets it be, and
+    # it ends where the budget stops keeping programs, as the last launch's second batch did
+    working_set = kernel_nb.Options().working_set_bytes
+    assert sizes_again[0] > batched_run.PROBE_BATCH and sum(sizes_again) == programs
+    assert sizes_again[0] <= working_set // (batched_recorder.WORKING_SET_FACTOR * measured[-1])
+    assert sizes_again[0] == sum(sizes[:2])
+    assert measured_again[-1] == measured[-1]
+    # the same launch, the same trace
+    assert again.kept_bytes == first.kept_bytes
+    assert [p for p, t in again.programs.items() if t.kept] == [
+        p for p, t in first.programs.items() if t.kept
+    ]
+    for pid in ((0, 0, 0), (sizes[0], 0, 0), (programs - 1, 0, 0)):
+        got = [(r.stmt, r.summary) for r in again.programs[pid].records]
+        assert got == [(r.stmt, r.summary) for r in first.programs[pid].records]
+    # another scalar argument: measured afresh
+    assert sizes_other[0] == batched_run.PROBE_BATCH and other.status == "ok"
+
+
+def test_a_program_that_takes_more_than_the_last_launch_measured_still_cuts_its_batch(monkeypatch):
+    """A loop whose trip count the data sets: the launch made again with longer loops makes more
+    summaries per program than the measure it starts from, and its batches still fit."""
+    programs, working_set = 2048, 256 << 10
+    finished = _finished_batches(monkeypatch)
+    per_program = {}
+    for steps in (2, 40):
+        finished.clear()
+        trips = np.full(programs, steps, np.int32)
+        out = np.zeros(programs, np.float32)
+        with kernel_nb.interpret(strategy="auto", working_set_bytes=working_set) as session:
+            k.counted_loop_kernel[(programs,)](trips, out)
+        assert session.trace[0].strategy == "batched"
+        np.testing.assert_array_equal(out, np.full(programs, steps, np.float32))
+        assert sum(size for size, _ in finished) == programs
+        for size, measured in finished:
+            assert size * batched_recorder.WORKING_SET_FACTOR * measured <= working_set
+        per_program[steps] = finished[-1][1]
+    assert per_program[40] > 10 * per_program[2]  # the second launch did take more per program

@@ -22,6 +22,7 @@ from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.builder import LoopMask
 from kernel_nb.engine.batched.loops import MaskedLoops
 from kernel_nb.engine.batched.loops_ahead import LoopsAhead
+from kernel_nb.engine.batched.measured import ProgramBytes
 from kernel_nb.engine.batched.offsets import row_offsets, tile_offsets
 from kernel_nb.engine.batched.row_copies import RowCopies, Rows
 from kernel_nb.engine.batched.tiles import AFFINE, INTEGER_FORM, AffinePointers, FormIntegers, IntegerForm
@@ -234,6 +235,17 @@ class BatchRecorder(MaskedLoops, Recorder):
         program also counts the values all programs share), and the summaries a batch made for it
         (every record's, until the batch ends)."""
         return sum(self._value_bytes.values()) + self._summary_peak
+
+    def measured(self) -> ProgramBytes:
+        """What the launch's programs were measured to take (see `assume`)."""
+        return ProgramBytes(dict(self._value_bytes), self._summary_peak, self._kept_row_bytes)
+
+    def assume(self, measured: ProgramBytes) -> None:
+        """Size batches from the start by what a launch of the same kernel, grid, arguments and
+        options measured (see batched/measured.py): a value that takes more still cuts its batch."""
+        self._value_bytes.update(measured.values)
+        self._summary_peak = max(self._summary_peak, measured.summary_peak)
+        self._kept_row_bytes = self._kept_row_bytes or measured.kept_row_bytes
 
     def _measure(self, stmt: int, value: Any) -> None:
         if not triton_compat.is_tensor(value):

@@ -30,6 +30,7 @@ import numpy as np
 from kernel_nb import checks
 from kernel_nb.checks import Observations
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.batched import measured
 from kernel_nb.engine.batched.builder import BatchedBuilder, BatchUnsupported, Divergence, LoopMask
 from kernel_nb.engine.batched.guard import BatchGuard, ranges_apply, same_memory
 from kernel_nb.engine.batched.intervals import NeedsPrecise
@@ -133,6 +134,13 @@ class BatchedRun(SerialRun):
         progress = self.options.progress
         done, total = 0, len(order)
         self._progress = (0, total, time.perf_counter())
+        rewritten = self.rewrites.rewritten(self.fn, instrument=self.options.capture)
+        key = measured.launch_key(
+            rewritten.code, self.launch.grid, self.launch.args, self.options, self.precise is not None
+        )
+        before = measured.remembered(key)
+        if before is not None:
+            self.recorder.assume(before)
         try:
             with self._language() as stock:
                 kernel = self.function(self.fn)
@@ -147,6 +155,7 @@ class BatchedRun(SerialRun):
             batch = self.recorder.batch
             # the first program of the batch that was running
             raise self._interrupted(batch[0] if batch else None) from None
+        measured.remember(key, self.recorder.measured())
         launch = self.launch
         if self._split:
             # groups split off by divergence finish out of order: list programs as the serial run does
@@ -161,8 +170,9 @@ class BatchedRun(SerialRun):
         # a shadow a program's values take several times as much (see shadow_values.held_bytes)
         whole = 8 * PROBE_BATCH if self.shadow is None else PROBE_BATCH
         if programs > whole and not self.recorder.program_bytes():
-            # nothing measured yet: a small first batch measures what a program's values take,
-            # rather than a whole batch that outgrows the working set being run and undone
+            # nothing measured yet, by this launch or the last one like it (see batched/measured):
+            # a small first batch measures what a program's values take, rather than a whole batch
+            # that outgrows the working set being run and undone
             yield PROBE_BATCH
         while True:
             fits = self.recorder.batch_fits(MAX_BATCH)
