@@ -246,12 +246,11 @@ def test_a_launch_made_again_sizes_its_first_batch_by_what_the_last_one_measured
         runs.append((launch, [s for s, _ in finished], [b for _, b in finished]))
     (first, sizes, measured), (again, sizes_again, measured_again), (other, sizes_other, _) = runs
     assert sizes[0] == batched_run.PROBE_BATCH and sum(sizes) == programs
-    # made again: no probe, the first batch as large as the last launch's measure lets it be, and
-    # it ends where the budget stops keeping programs, as the last launch's second batch did
+    # made again: no probe, the first batch as large as the last launch's measure lets it be
     working_set = kernel_nb.Options().working_set_bytes
-    assert sizes_again[0] > batched_run.PROBE_BATCH and sum(sizes_again) == programs
-    assert sizes_again[0] <= working_set // (batched_recorder.WORKING_SET_FACTOR * measured[-1])
-    assert sizes_again[0] == sum(sizes[:2])
+    fits = working_set // (batched_recorder.WORKING_SET_FACTOR * measured[-1])
+    assert sum(sizes_again) == programs and len(sizes_again) < len(sizes)
+    assert sizes_again[0] == min(fits, batched_run.MAX_BATCH, programs) > batched_run.PROBE_BATCH
     assert measured_again[-1] == measured[-1]
     # the same launch, the same trace
     assert again.kept_bytes == first.kept_bytes
@@ -284,3 +283,23 @@ def test_a_program_that_takes_more_than_the_last_launch_measured_still_cuts_its_
             assert size * batched_recorder.WORKING_SET_FACTOR * measured <= working_set
         per_program[steps] = finished[-1][1]
     assert per_program[40] > 10 * per_program[2]  # the second launch did take more per program
+
+
+def test_a_launch_that_ran_in_one_batch_runs_in_one_batch_again(monkeypatch):
+    """The budget keeps some of its programs only: made again, the launch is not cut where the
+    budget ends (a batch's Python work costs more than copying the kept programs' rows)."""
+    programs, block, budget = 256, 256, 64 << 10
+    n = programs * block
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    finished = _finished_batches(monkeypatch)
+    kept = []
+    for _ in range(2):
+        finished.clear()
+        out = np.zeros(n, np.float32)
+        with kernel_nb.interpret(strategy="auto", budget_bytes=budget) as session:
+            k.add_kernel[(programs,)](x, y, out, n, BLOCK=block)
+        launch = session.trace[0]
+        np.testing.assert_array_equal(out, x + y)
+        assert [size for size, _ in finished] == [programs]
+        kept.append([pid for pid, program in launch.programs.items() if program.kept])
+    assert kept[0] == kept[1] and 0 < len(kept[0]) < programs

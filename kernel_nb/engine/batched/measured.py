@@ -25,12 +25,11 @@ _LIMIT = 256  # kernels remembered; the least recently launched goes first
 
 @dataclass(frozen=True)
 class ProgramBytes:
-    """What one program took: its values' bytes per statement, the most summary bytes a batch
-    made for it, and the bytes of a program the budget kept (0: none was)."""
+    """What one program took: its values' bytes per statement, and the most summary bytes a batch
+    made for it."""
 
     values: dict[int, int]
     summary_peak: int
-    kept_row_bytes: int
 
 
 _MEASURED: OrderedDict[Hashable, ProgramBytes] = OrderedDict()

@@ -238,14 +238,13 @@ class BatchRecorder(MaskedLoops, Recorder):
 
     def measured(self) -> ProgramBytes:
         """What the launch's programs were measured to take (see `assume`)."""
-        return ProgramBytes(dict(self._value_bytes), self._summary_peak, self._kept_row_bytes)
+        return ProgramBytes(dict(self._value_bytes), self._summary_peak)
 
     def assume(self, measured: ProgramBytes) -> None:
         """Size batches from the start by what a launch of the same kernel, grid, arguments and
         options measured (see batched/measured.py): a value that takes more still cuts its batch."""
         self._value_bytes.update(measured.values)
         self._summary_peak = max(self._summary_peak, measured.summary_peak)
-        self._kept_row_bytes = self._kept_row_bytes or measured.kept_row_bytes
 
     def _measure(self, stmt: int, value: Any) -> None:
         if not triton_compat.is_tensor(value):
