@@ -70,6 +70,34 @@ def test_the_next_launch_reuses_the_temporaries_memory_between_kept_values():
     assert first > PAGES // 2 and max(rest) < PAGES // 4
 
 
+# launches one after another, each one's arrays let go only after it ended (a cell's trace dropped)
+AFTER = """
+import resource
+import numpy as np
+from kernel_nb.engine import allocator
+
+faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for launch in range(3):
+    with allocator.reused_memory():
+        before = faults()
+        held = [np.ones((16 << 20) // 8) for _ in range(5)]
+    print(faults() - before)
+    del held
+"""
+HELD_PAGES = 5 * (16 << 20) // 4096
+
+
+@pytest.mark.skipif(allocator._LIBC is None, reason="the allocator's thresholds are glibc's")
+def test_memory_let_go_after_a_launch_is_there_for_the_next():
+    # glibc trimmed the heap's top to 128 KiB once it held more than the threshold free: the 80
+    # MiB went back whole and every launch faulted all of it in again (20,480 faults each)
+    done = subprocess.run([sys.executable, "-c", AFTER], capture_output=True, text=True, check=True)
+    first, *rest = [int(line) for line in done.stdout.split()]
+    # the top keeps KEPT_BYTES: only what lies above it is faulted in again
+    again = (5 * (16 << 20) - allocator.KEPT_BYTES) // 4096
+    assert first > HELD_PAGES // 2 and max(rest) < again + HELD_PAGES // 10
+
+
 def test_the_allocator_is_left_usable_whatever_happens_inside():
     with pytest.raises(KeyboardInterrupt), allocator.reused_memory():
         raise KeyboardInterrupt
