@@ -85,6 +85,22 @@ def _finished_batches(monkeypatch):
     return finished
 
 
+def _added_again(finished, x, y, programs, block, sizes, **options):
+    """Vector add launched once per n of `sizes`, each in a session of its own, its results
+    checked: per launch, its trace, its batches' sizes and what each measured per program."""
+    runs = []
+    for size in sizes:
+        finished.clear()
+        out = np.zeros(len(x), np.float32)
+        with kernel_nb.interpret(strategy="auto", **options) as session:
+            k.add_kernel[(programs,)](x, y, out, size, BLOCK=block)
+        launch = session.trace[0]
+        assert launch.strategy == "batched"
+        np.testing.assert_array_equal(out[:size], (x + y)[:size])
+        runs.append((launch, [s for s, _ in finished], [b for _, b in finished]))
+    return runs
+
+
 def test_the_working_set_sizes_the_batches(monkeypatch):
     n, block, working_set = 64 * 256, 256, 16 << 10
     x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
@@ -232,18 +248,8 @@ def test_a_launch_made_again_sizes_its_first_batch_by_what_the_last_one_measured
     n = programs * block
     x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
     finished = _finished_batches(monkeypatch)
-    runs = []
-    for again in range(3):
-        finished.clear()
-        out = np.zeros(n, np.float32)
-        # the last launch: another n, which the measurement of the others is not for
-        size = n if again < 2 else n - block
-        with kernel_nb.interpret(strategy="auto") as session:
-            k.add_kernel[(programs,)](x, y, out, size, BLOCK=block)
-        launch = session.trace[0]
-        assert launch.strategy == "batched"
-        np.testing.assert_array_equal(out[:size], (x + y)[:size])
-        runs.append((launch, [s for s, _ in finished], [b for _, b in finished]))
+    # the last launch: another n, which the measurement of the others is not for
+    runs = _added_again(finished, x, y, programs, block, [n, n, n - block])
     (first, sizes, measured), (again, sizes_again, measured_again), (other, sizes_other, _) = runs
     assert sizes[0] == batched_run.PROBE_BATCH and sum(sizes) == programs
     # made again: no probe, the first batch as large as the last launch's measure lets it be
@@ -292,14 +298,9 @@ def test_a_launch_that_ran_in_one_batch_runs_in_one_batch_again(monkeypatch):
     n = programs * block
     x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
     finished = _finished_batches(monkeypatch)
+    runs = _added_again(finished, x, y, programs, block, [n, n], budget_bytes=budget)
     kept = []
-    for _ in range(2):
-        finished.clear()
-        out = np.zeros(n, np.float32)
-        with kernel_nb.interpret(strategy="auto", budget_bytes=budget) as session:
-            k.add_kernel[(programs,)](x, y, out, n, BLOCK=block)
-        launch = session.trace[0]
-        np.testing.assert_array_equal(out, x + y)
-        assert [size for size, _ in finished] == [programs]
+    for launch, sizes, _ in runs:
+        assert sizes == [programs]
         kept.append([pid for pid, program in launch.programs.items() if program.kept])
     assert kept[0] == kept[1] and 0 < len(kept[0]) < programs
