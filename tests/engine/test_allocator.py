@@ -177,3 +177,28 @@ def test_a_copy_s_pages_are_resident_before_it_is_written():
     if can != "True":
         pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
     assert int(faults) < 64  # of 8192 pages
+
+
+@pytest.mark.skipif(allocator._LIBC is None, reason="populating is glibc's madvise")
+def test_a_block_whose_pages_are_resident_is_not_populated_again(monkeypatch):
+    libc = allocator._LIBC
+    asked = []
+
+    class Watched:
+        mincore = libc.mincore
+
+        def madvise(self, *args):
+            asked.append(args)
+            return libc.madvise(*args)
+
+    monkeypatch.setattr(allocator, "_LIBC", Watched())
+    written = np.ones(4 << 20, np.uint8)  # every page touched: resident
+    allocator._populate(written)
+    assert asked == []
+    fresh = np.empty(64 << 20, np.uint8)  # mapped afresh, above glibc's mmap threshold: untouched
+    allocator._populate(fresh)
+    if not allocator._CAN_POPULATE:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+    assert len(asked) == 1
+    start = -(-fresh.ctypes.data // 4096) * 4096
+    assert allocator._resident(libc, start, start + (60 << 20))
