@@ -195,10 +195,13 @@ class BufferMap:
             key = tuple(id(m) for _, _, m in marks)
             told = getattr(self, "_coverage", None)  # (a map saved before it had one)
             if told is None or told[0] != key:
-                covered = np.zeros(self.size + 1, bool)
-                for kind, start, m in marks:
-                    _mark(covered, kind, start, m)
-                told = self._coverage = (key, _read_only(np.flatnonzero(~covered[: self.size])))
+                missing = _never_put(self.size, marks)
+                if missing is None:
+                    covered = np.zeros(self.size + 1, bool)
+                    for kind, start, m in marks:
+                        _mark(covered, kind, start, m)
+                    missing = np.flatnonzero(~covered[: self.size])
+                told = self._coverage = (key, _read_only(missing))
             return told[1]
         return np.flatnonzero(self.writes == 0)
 
@@ -229,6 +232,42 @@ class BufferMap:
         if not marks or self._writes_out or any(kind == "write-count" for kind, _, _ in self._later):
             return None
         return marks
+
+
+def _never_put(size: int, marks: list[tuple[str, int, Any]]) -> np.ndarray | None:
+    """The elements of [0, size) that no put of `marks` puts to, from the runs they put (see
+    RunPut.spans) rather than from a map of the buffer's size filled in (None: some marks are not
+    such puts). A launch whose programs each store a tile covers the buffer in a run a program."""
+    starts, ends, singles = [], [], []
+    for kind, _, held in marks:
+        if kind != "write-later":
+            return None
+        for put in held[1]:
+            spans = getattr(put, "spans", None)
+            if spans is None:
+                return None
+            at, run, index = spans()
+            starts.append(at.reshape(-1))
+            ends.append(at.reshape(-1) + run)
+            singles.append(index.reshape(-1))
+    lo, hi = np.concatenate([*starts, np.zeros(0, np.int64)]), np.concatenate([*ends, np.zeros(0, np.int64)])
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order]) if hi.size else hi
+    # gaps: from the furthest end so far to the next start, and before the first and after the last
+    gap_lo = np.concatenate([[0], hi])
+    gap_hi = np.concatenate([lo, [size]])
+    gap = gap_lo < gap_hi
+    gap_lo, gap_hi = gap_lo[gap], gap_hi[gap]
+    if not gap_lo.size:
+        return np.zeros(0, np.intp)
+    lengths = gap_hi - gap_lo
+    missing = np.repeat(gap_lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(
+        lengths.sum()
+    )
+    single = np.concatenate([*singles, np.zeros(0, np.int64)])
+    if single.size:
+        missing = missing[~np.isin(missing, single)]
+    return missing.astype(np.intp)
 
 
 def _mark(covered: np.ndarray, kind: str, start: int, marks: Any) -> None:

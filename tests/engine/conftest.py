@@ -9,7 +9,7 @@ import kernel_nb
 @pytest.fixture(autouse=True, params=["auto", "serial"])
 def strategy(request, monkeypatch):
     """Make `kernel_nb.interpret()` default to this strategy for the test."""
-    if request.module.__name__.endswith("test_strategies") and request.param == "serial":
+    if getattr(request.module, "COMPARES_STRATEGIES", False) and request.param == "serial":
         pytest.skip("compares the two strategies itself")
     original = kernel_nb.interpret
 

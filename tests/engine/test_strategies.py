@@ -12,6 +12,8 @@ from tests.engine import detector_kernels as dk
 from tests.engine import kernels as k
 from tests.engine import numerics_kernels as nk
 
+COMPARES_STRATEGIES = True  # (see conftest.strategy)
+
 rng = np.random.default_rng(7)
 
 

@@ -326,7 +326,7 @@ class Access:
             index = np.where(self.active, index, size)
         target[index] = rows[: len(index)].reshape(-1, 1)
 
-    def put_later(self, size: int, values: np.ndarray) -> Callable[..., None] | None:
+    def put_later(self, size: int, values: np.ndarray) -> RunPut | None:
         """`put` into a map of `size` elements (and its slot past the end) that may be made later:
         whole runs of the tile, holding only where they start (None: no tile form). The callable
         takes the map, and optionally one value to put everywhere instead (True: which elements)."""
@@ -336,19 +336,12 @@ class Access:
         whole, starts, run, index, _ = split
         rows = values.reshape(-1) if values.size > 1 else np.broadcast_to(values.reshape(-1), (len(self.lo),))
         per_run = np.broadcast_to(rows[: len(starts), None], starts.shape)
-        at, fill = starts[whole], per_run[whole][:, None]
         rest = None
         if index.size:
             assert self.active is not None
             lanes = self.active.reshape(*starts.shape, run)[~whole]
             rest = np.repeat(per_run[~whole], lanes.sum(axis=1))
-
-        def apply(target: np.ndarray, value: Any = None) -> None:
-            sliding_window_view(target[:size], run, writeable=True)[at] = fill if value is None else value
-            if rest is not None:
-                target[index] = rest if value is None else value
-
-        return apply
+        return RunPut(size, starts[whole], run, per_run[whole][:, None], index, rest)
 
     def full_index(self) -> np.ndarray:
         """index() for every row (rows that access nothing included)."""
@@ -356,6 +349,38 @@ class Access:
             return self.index()
         index = np.subtract(self.addresses.reshape(len(self.lo), -1).view(np.int64), np.int64(self.arg.lo))
         return index // self.arg.itemsize
+
+
+class RunPut:
+    """What `Access.put_later` makes: a put of whole runs of a tile, each held by where it starts,
+    and of single elements (the lanes of runs some of whose lanes are masked off). Called with a
+    map, it puts the rows' values there (or one `value` everywhere); `spans` tells which elements
+    it puts to, as runs, for a map that needs no more than that (see BufferMap.never_written)."""
+
+    __slots__ = ("at", "fill", "index", "rest", "run", "size")
+
+    def __init__(
+        self,
+        size: int,
+        at: np.ndarray,
+        run: int,
+        fill: np.ndarray,
+        index: np.ndarray,
+        rest: np.ndarray | None,
+    ) -> None:
+        self.size, self.at, self.run, self.fill, self.index, self.rest = size, at, run, fill, index, rest
+
+    def __call__(self, target: np.ndarray, value: Any = None) -> None:
+        at, run = self.at, self.run
+        sliding_window_view(target[: self.size], run, writeable=True)[at] = (
+            self.fill if value is None else value
+        )
+        if self.rest is not None:
+            target[self.index] = self.rest if value is None else value
+
+    def spans(self) -> tuple[np.ndarray, int, np.ndarray]:
+        """The starts of the whole runs put, the run length, and the single elements put."""
+        return self.at, self.run, self.index
 
 
 def view_of(arg: BufferArg, dtype: np.dtype, write: bool = False, whole: slice | None = None) -> np.ndarray:
