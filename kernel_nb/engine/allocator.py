@@ -8,14 +8,16 @@ programs), so with the defaults most of them are faulted in again: layer norm 40
 fp64 shadow took 135,000 minor faults per warm launch and 1.4x the time it takes without them.
 
 For the launch, blocks up to 32 MiB (glibc's own ceiling for the threshold) come from the heap and
-freed heap memory stays up to `RETAINED_BYTES`. Afterwards the heap's top keeps `KEPT_BYTES` (2 x
-32 MiB) of free memory, the threshold glibc's own rule reaches after it freed one 32 MiB block,
-and what lies above goes back to the system as glibc trims its top. A trim keeps M_TOP_PAD bytes
-of the top, 128 KiB by default, so the pad is `KEPT_BYTES` too: with the default, a launch's
-arrays let go after it ended (a cell's trace dropped) went back whole once they came to more than
-the threshold, and the next launch faulted them in again. Vector add 2**22 launched again and
-again, each session dropped before the next launch: in 3 of 4 processes every such launch took
-20,400 faults and 77-85 ms, against none to 4,200 faults and 36-49 ms with the pad.
+freed heap memory stays up to `RETAINED_BYTES`. Afterwards the heap's top keeps up to `KEPT_BYTES`
+of free memory, 128 MiB: what a launch holds at the default working set and capture budget (64
+MiB each), and what lies above goes back to the system as glibc trims its top. A trim keeps
+M_TOP_PAD bytes of the top, 128 KiB by default, so the pad is `KEPT_BYTES` too: with the default,
+a launch's arrays let go after it ended (a cell's trace dropped) went back whole once they came
+to more than the threshold, and the next launch faulted them in again. Vector add 2**22 launched
+again and again, each session dropped before the next launch: in 3 of 4 processes every such
+launch took 20,400 faults and 77-85 ms, against none to 4,200 faults and 36-49 ms with a 64 MiB
+pad; with that pad, 7 of 8 processes still faulted 2,280 pages (9 MiB) in again at each launch,
+and none with 128 MiB.
 
 Free blocks between blocks still in use (the values a launch keeps lie among its temporaries)
 stay, as glibc leaves them: `malloc_trim` would hand those pages back too, and the next launch
@@ -49,7 +51,7 @@ _M_MMAP_THRESHOLD = -3
 
 MMAP_THRESHOLD = 32 << 20  # glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems)
 RETAINED_BYTES = 256 << 20  # free heap memory a running launch keeps for its next temporaries
-KEPT_BYTES = 2 * MMAP_THRESHOLD  # free heap memory kept for the next launch
+KEPT_BYTES = 128 << 20  # free heap memory kept for the next launch
 
 
 def _glibc() -> Any | None:

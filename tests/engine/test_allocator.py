@@ -1,5 +1,6 @@
 """A launch's temporaries reuse freed heap memory (kernel_nb.engine.allocator)."""
 
+import mmap
 import subprocess
 import sys
 
@@ -70,7 +71,8 @@ def test_the_next_launch_reuses_the_temporaries_memory_between_kept_values():
     assert first > PAGES // 2 and max(rest) < PAGES // 4
 
 
-# launches one after another, each one's arrays let go only after it ended (a cell's trace dropped)
+# launches one after another, each one's arrays let go only after it ended (a cell's trace
+# dropped): 32 MiB more than the heap's top keeps, in 16 MiB arrays
 AFTER = """
 import resource
 import numpy as np
@@ -80,22 +82,21 @@ faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for launch in range(3):
     with allocator.reused_memory():
         before = faults()
-        held = [np.ones((16 << 20) // 8) for _ in range(5)]
+        held = [np.ones((16 << 20) // 8) for _ in range((allocator.KEPT_BYTES >> 24) + 2)]
     print(faults() - before)
     del held
 """
-HELD_PAGES = 5 * (16 << 20) // 4096
 
 
 @pytest.mark.skipif(allocator._LIBC is None, reason="the allocator's thresholds are glibc's")
 def test_memory_let_go_after_a_launch_is_there_for_the_next():
-    # glibc trimmed the heap's top to 128 KiB once it held more than the threshold free: the 80
-    # MiB went back whole and every launch faulted all of it in again (20,480 faults each)
+    # glibc trimmed the heap's top to 128 KiB once it held more than the threshold free: the
+    # arrays went back whole and every launch faulted all of them in again
     done = subprocess.run([sys.executable, "-c", AFTER], capture_output=True, text=True, check=True)
     first, *rest = [int(line) for line in done.stdout.split()]
-    # the top keeps KEPT_BYTES: only what lies above it is faulted in again
-    again = (5 * (16 << 20) - allocator.KEPT_BYTES) // 4096
-    assert first > HELD_PAGES // 2 and max(rest) < again + HELD_PAGES // 10
+    held_pages = (allocator.KEPT_BYTES + (32 << 20)) // 4096
+    # the top keeps KEPT_BYTES: only the 32 MiB above it are faulted in again
+    assert first > held_pages // 2 and max(rest) < (32 << 20) // 4096 + held_pages // 20
 
 
 def test_the_allocator_is_left_usable_whatever_happens_inside():
@@ -195,7 +196,8 @@ def test_a_block_whose_pages_are_resident_is_not_populated_again(monkeypatch):
     written = np.ones(4 << 20, np.uint8)  # every page touched: resident
     allocator._populate(written)
     assert asked == []
-    fresh = np.empty(64 << 20, np.uint8)  # mapped afresh, above glibc's mmap threshold: untouched
+    mapped = mmap.mmap(-1, 64 << 20)  # mapped afresh: untouched
+    fresh = np.frombuffer(mapped, np.uint8)
     allocator._populate(fresh)
     if not allocator._CAN_POPULATE:
         pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
