@@ -33,6 +33,7 @@ from kernel_nb.trace.compare import (
     ulp_bucket_labels,
 )
 from kernel_nb.trace.launch import Launch, Precision, ProgramTrace, Trace
+from kernel_nb.trace.program import BatchPrograms, ProgramTable
 from kernel_nb.trace.records import (
     COMPANION_KINDS,
     LAUNCH_ERROR,
@@ -59,6 +60,7 @@ __all__ = [
     "Aggregate",
     "ArgumentInfo",
     "Artifacts",
+    "BatchPrograms",
     "BufferComparison",
     "BufferMap",
     "Comparison",
@@ -75,6 +77,7 @@ __all__ = [
     "Pid",
     "Precision",
     "ProgramDivergence",
+    "ProgramTable",
     "ProgramTrace",
     "Record",
     "RecordBlock",

@@ -379,18 +379,6 @@ class Deferred(list):  # type: ignore[type-arg]
         made.blocks, made.row, made.keep_values = blocks, row, keep_values
         return made
 
-    @classmethod
-    def shared_rows(cls, blocks: list[Any], keep_values: list[bool]) -> list[Deferred]:
-        """`shared(blocks, row, keep_values[row])` for every row of a batch, made in one loop (a
-        launch makes one per program and kind)."""
-        made = []
-        new = list.__new__
-        for row, keep in enumerate(keep_values):
-            one = new(cls)
-            one.blocks, one.row, one.keep_values = blocks, row, keep
-            made.append(one)
-        return made
-
     def share(self, blocks: list[Any], row: int) -> None:
         """Take this program's rows from `blocks` (the list keeps growing while the batch runs)."""
         self._fill()

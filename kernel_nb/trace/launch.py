@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +15,7 @@ from kernel_nb.trace.aggregates import Aggregate, folded_past, held_bytes, held_
 from kernel_nb.trace.buffer_map import BufferMap
 from kernel_nb.trace.columns import RecordBlock
 from kernel_nb.trace.compare import Comparison, Divergence
-from kernel_nb.trace.program import ProgramTrace
+from kernel_nb.trace.program import BatchPrograms, ProgramTable, ProgramTrace
 from kernel_nb.trace.records import (
     COMPANION_KINDS,
     ArgumentInfo,
@@ -113,7 +113,7 @@ class Launch:
     args: list[ArgumentInfo]
     statements: list[Statement] = field(default_factory=list)
     sources: dict[str, SourceInfo] = field(default_factory=dict)
-    programs: dict[Pid, ProgramTrace] = field(default_factory=dict)
+    programs: MutableMapping[Pid, ProgramTrace] = field(default_factory=ProgramTable)
     aggregated: int = 0
     aggregates: dict[int, Aggregate] = field(default_factory=dict)
     summary_bytes: int = 0
@@ -190,7 +190,13 @@ class Launch:
         for record in program.records:
             self._aggregate(record.stmt).add(record.summary)
 
-    def add_batches(self, batches: list[tuple[list[ProgramTrace], list[RecordBlock]]], limit: int) -> None:
+    def sort_programs(self) -> None:
+        """Put the programs in program order, making none."""
+        if not isinstance(self.programs, ProgramTable):
+            self.programs = ProgramTable(self.programs.items())
+        self.programs.ordered(self.linear)
+
+    def add_batches(self, batches: list[tuple[BatchPrograms, list[RecordBlock]]], limit: int) -> None:
         """`add_program` for the programs of batches, whose records are the rows of their blocks:
         the aggregated ones fold in a column at a time. The limit goes to the programs in program
         order, also where a divergence split a batch into groups that ran in turn."""
@@ -200,15 +206,23 @@ class Launch:
             for block in blocks:
                 counts += 1 if block.rows is None else block.rows
             costs.append(held_bytes_each(counts))
+        if not isinstance(self.programs, ProgramTable):  # (a trace saved with a dict of them)
+            self.programs = ProgramTable(self.programs.items())
+        total = sum(int(c.sum()) for c in costs)
+        if self.summary_bytes + total <= limit:  # every program whole: no order to take them in
+            self.summary_bytes += total
+            for programs, _ in batches:
+                self.programs.add_rows(programs)
+            return
         order = [(i, r) for i, (programs, _) in enumerate(batches) for r in range(len(programs))]
         if len(batches) > 1:
-            order.sort(key=lambda at: self.linear(batches[at[0]][0][at[1]].pid))
+            order.sort(key=lambda at: self.linear(batches[at[0]][0].pids[at[1]]))
         self.summary_bytes, folded = folded_past(limit, self.summary_bytes, costs, order)
         for (programs, blocks), fold in zip(batches, folded):
             if not fold.any():
-                self.programs.update((program.pid, program) for program in programs)
+                self.programs.add_rows(programs)
             else:
-                self.programs.update((p.pid, p) for p, gone in zip(programs, fold.tolist()) if not gone)
+                self.programs.add_rows(programs, np.flatnonzero(~fold))
                 self.aggregated += int(fold.sum())
                 for block in blocks:
                     self._aggregate(block.stmt).add_rows(block, fold)

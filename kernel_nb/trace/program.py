@@ -1,13 +1,25 @@
-"""What one program recorded. Its own module rather than with the records because its lists
-default to the lazy `Records` / `Events` of `columns.py`; saved traces made before it moved here
-name it `kernel_nb.trace.launch.ProgramTrace`, which `launch` still imports."""
+"""What one program recorded, and the programs of a launch. Its own module rather than with the
+records because its lists default to the lazy `Records` / `Events` of `columns.py`; saved traces
+made before it moved here name it `kernel_nb.trace.launch.ProgramTrace`, which `launch` still
+imports.
+
+A batched launch runs thousands of programs that share their record and event blocks, one row
+each (see `Deferred`). `BatchPrograms` holds a batch's programs as rows, and `ProgramTable` a
+launch's as entries that point at rows: a `ProgramTrace` is made for a program when someone asks
+for it. Vector add 2**22 makes 4,096 programs a launch, and made three objects each (the trace and
+its two lists): 4 to 6 ms of a 40 ms warm launch went to making them, budgeting them one by one,
+and the garbage collector's pass over them afterwards.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
-from kernel_nb.trace.columns import Events, RecordBlock, Records
+import numpy as np
+
+from kernel_nb.trace.columns import Deferred, Events, RecordBlock, Records
 from kernel_nb.trace.records import MemoryEvent, Pid, Record
 
 
@@ -21,20 +33,119 @@ class ProgramTrace:
     stdout: str = ""
     kept: bool = False
 
-    @classmethod
-    def batch(
-        cls, pids: list[Pid], kept: list[bool], records: list[RecordBlock], events: list[Any]
-    ) -> list[ProgramTrace]:
-        """The programs of a batch, row by row, each reading its row of the batch's shared
-        `records` and `events` blocks (see `Deferred.shared`): what `ProgramTrace(pid,
-        Records.shared(records, row, kept), Events.shared(events, row, kept), kept=kept)` makes,
-        without a call of __init__ for each of the thousands a launch makes."""
-        made = []
-        new = object.__new__
-        rows = zip(pids, kept, Records.shared_rows(records, kept), Events.shared_rows(events, kept))
-        for pid, keep, own_records, own_events in rows:
-            program = new(cls)
-            program.pid, program.records, program.events = pid, own_records, own_events
-            program.stdout, program.kept = "", keep
-            made.append(program)
+
+class BatchPrograms(Sequence[ProgramTrace]):
+    """The programs of a batch, row by row: program `r` is `ProgramTrace(pids[r],
+    Records.shared(records, r, kept[r]), Events.shared(events, r, kept[r]), kept=kept[r])`, made
+    when first asked for. Until then its `kept` is `kept[r]`; `cut` changes both."""
+
+    __slots__ = ("_made", "events", "kept", "pids", "records")
+
+    def __init__(
+        self, pids: list[Pid], kept: np.ndarray, records: list[RecordBlock], events: list[Any]
+    ) -> None:
+        self.pids = pids
+        self.kept = np.array(kept, bool)  # its own: `cut` writes it
+        self.records, self.events = records, events  # shared by the rows, growing while the batch runs
+        self._made: dict[int, ProgramTrace] = {}
+
+    def __len__(self) -> int:
+        return len(self.pids)
+
+    @overload
+    def __getitem__(self, row: int) -> ProgramTrace: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[ProgramTrace]: ...
+    def __getitem__(self, row: int | slice) -> ProgramTrace | list[ProgramTrace]:
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(len(self.pids)))]
+        if row < 0:
+            row += len(self.pids)
+        made = self._made.get(row)
+        if made is None:
+            if not 0 <= row < len(self.pids):
+                raise IndexError(row)
+            keep = bool(self.kept[row])
+            made = object.__new__(ProgramTrace)
+            made.pid, made.stdout, made.kept = self.pids[row], "", keep
+            made.records = Records.shared(self.records, row, keep)
+            made.events = Events.shared(self.events, row, keep)
+            self._made[row] = made
         return made
+
+    def __iter__(self) -> Iterator[ProgramTrace]:
+        return (self[r] for r in range(len(self.pids)))
+
+    def kept_now(self) -> np.ndarray:
+        """Per row, whether the program is kept (made programs say for themselves)."""
+        kept = self.kept.copy()
+        for row, program in self._made.items():
+            kept[row] = program.kept
+        return kept
+
+    def cut(self, rows: np.ndarray) -> None:
+        """The programs of `rows` are not kept: their values are not read from the blocks."""
+        self.kept[rows] = False
+        for row in rows.tolist() if self._made else ():
+            program = self._made.get(row)
+            if program is not None:
+                program.kept = False
+                for made in (program.records, program.events):
+                    if isinstance(made, Deferred):
+                        made.keep_values = False
+
+
+class ProgramTable(MutableMapping[Pid, ProgramTrace]):
+    """A launch's programs by program id, in the order they were added: those of batches as rows
+    of their `BatchPrograms`, made into `ProgramTrace`s when asked for (see the module's
+    docstring), the others as they were given."""
+
+    def __init__(self, programs: Iterable[tuple[Pid, ProgramTrace]] = ()) -> None:
+        # a program, or where it is: its batch's index times 2**32 plus its row (an int holds
+        # no reference, and the collector does not track it)
+        self._entries: dict[Pid, ProgramTrace | int] = dict(programs)
+        self._batches: list[BatchPrograms] = []
+
+    def add_rows(self, batch: BatchPrograms, rows: np.ndarray | None = None) -> None:
+        """The programs of `batch`'s `rows` (None: every row), in that order. The table holds the
+        batch while it holds a program of it: none, and the batch goes."""
+        index = np.arange(len(batch), dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+        if not index.size:
+            return
+        codes = (len(self._batches) << 32) + index
+        pids = batch.pids if rows is None else [batch.pids[r] for r in index.tolist()]
+        self._batches.append(batch)
+        self._entries.update(zip(pids, codes.tolist()))
+
+    def ordered(self, key: Callable[[Pid], Any]) -> None:
+        """Put the programs in the order of `key` of their ids, making none."""
+        self._entries = dict(sorted(self._entries.items(), key=lambda entry: key(entry[0])))
+
+    def __getitem__(self, pid: Pid) -> ProgramTrace:
+        entry = self._entries[pid]
+        if isinstance(entry, int):
+            entry = self._entries[pid] = self._batches[entry >> 32][entry & 0xFFFFFFFF]
+        return entry
+
+    def __setitem__(self, pid: Pid, program: ProgramTrace) -> None:
+        self._entries[pid] = program
+
+    def __delitem__(self, pid: Pid) -> None:
+        del self._entries[pid]
+
+    def __contains__(self, pid: object) -> bool:
+        return pid in self._entries
+
+    def __iter__(self) -> Iterator[Pid]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"ProgramTable({len(self._entries)} programs)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # saved (and copied) as the dict of programs a launch held before there were tables: a
+        # saved trace reads the same in every version, and a launch takes either
+        return dict, (list(self.items()),)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,12 +31,11 @@ from kernel_nb.engine.memory import holds_copy
 from kernel_nb.engine.recorder import COMPANIONS, Recorder, assignment
 from kernel_nb.options import Options
 from kernel_nb.trace import (
-    Deferred,
+    BatchPrograms,
     DeferredSummaries,
     EventBlock,
     GatheredRows,
     Pid,
-    ProgramTrace,
     RecordBlock,
     Statement,
     SummaryColumns,
@@ -53,12 +52,12 @@ class _Parked:
     """A batch of a split that ran to its end, as the budget applied when the split ends needs it."""
 
     batch: list[Pid]
-    programs: list[ProgramTrace]
+    programs: BatchPrograms
     record_blocks: list[RecordBlock]
     event_blocks: list[EventBlock]
     keep_rows: np.ndarray  # the rows the batch did not cut as it ran
     copies: RowCopies
-    sizes: list[int]  # per program, the bytes of its values as kept
+    sizes: np.ndarray  # per program, the bytes of its values as kept
     orders: np.ndarray  # per program, its place in the launch order
 
 
@@ -169,7 +168,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self.record_blocks: list[RecordBlock] = []
         self.event_blocks: list[EventBlock] = []
         records, events = self.record_blocks, self.event_blocks
-        self.programs = ProgramTrace.batch(pids, self.keep_rows.tolist(), records, events)
+        self.programs = BatchPrograms(pids, self.keep_rows, records, events)
         picked = np.flatnonzero(self.keep_rows)
         self.kept_index = None if picked.size == len(pids) else picked
         self.held = np.zeros(len(pids), np.int64)  # per program, bytes of values kept so far
@@ -1012,12 +1011,12 @@ class BatchRecorder(MaskedLoops, Recorder):
         run (`end_split`), in program order, as the serial strategy applies it as it goes."""
         self._splits += 1
 
-    def end_batch(self) -> list[tuple[list[ProgramTrace], list[RecordBlock]]]:
+    def end_batch(self) -> list[tuple[BatchPrograms, list[RecordBlock]]]:
         """The batch ran to its end: its programs and record blocks for the launch, the budget
         applied; none while a split runs (they wait for `end_split`)."""
         sizes = self._program_sizes()
         if not self._splits:
-            self._apply_budget(zip(self.programs, sizes, self.keep_rows.tolist()))
+            self._apply_budget([(self.programs, np.arange(len(sizes)))], np.asarray(sizes), self.keep_rows)
             self._keep_only_kept()
             if self.keep_rows.any():
                 self._held_before += self._held_now()
@@ -1052,9 +1051,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         orders = np.array([self.order_of(pid) for pid in pids], np.int64)
         ran = np.concatenate([part.orders for part in parked])
         kept = np.concatenate([np.where(part.keep_rows, part.sizes, 0) for part in parked])
-        cut = np.concatenate(
-            [np.array([p.kept for p in part.programs], bool) & ~part.keep_rows for part in parked]
-        )
+        cut = np.concatenate([part.programs.kept_now() & ~part.keep_rows for part in parked])
         sort = np.argsort(ran, kind="stable")
         total = np.concatenate([np.zeros(1, np.int64), np.cumsum(kept[sort])])
         before = total[np.searchsorted(ran[sort], orders)]
@@ -1063,19 +1060,19 @@ class BatchRecorder(MaskedLoops, Recorder):
             self.keep_rows &= orders < ran[cut].min()
         return before
 
-    def end_split(self) -> list[tuple[list[ProgramTrace], list[RecordBlock]]]:
+    def end_split(self) -> list[tuple[BatchPrograms, list[RecordBlock]]]:
         """The groups of a split have all run (see `begin_split`): their programs and record
         blocks for the launch, the budget applied in program order."""
         self._splits -= 1
         if self._splits:
             return []  # a split inside a split: the outer one ends it
         parked, self._parked = self._parked, []
-        order = sorted(
-            (place, i, r) for i, part in enumerate(parked) for r, place in enumerate(part.orders.tolist())
-        )
-        self._apply_budget(
-            (parked[i].programs[r], parked[i].sizes[r], bool(parked[i].keep_rows[r])) for _, i, r in order
-        )
+        # the split's programs, part after part, and the order of their places in the launch
+        taken = [(part.programs, np.arange(len(part.orders))) for part in parked]
+        order = np.argsort(np.concatenate([part.orders for part in parked]), kind="stable")
+        sizes = np.concatenate([np.asarray(part.sizes, np.int64) for part in parked])[order]
+        open_rows = np.concatenate([part.keep_rows for part in parked])[order]
+        self._apply_budget(taken, sizes, open_rows, place=np.argsort(order, kind="stable"))
         for part in parked:  # each batch's rows of the programs cut go, as at the end of a batch
             self.batch, self.programs, self.keep_rows = part.batch, part.programs, part.keep_rows
             self.record_blocks, self.event_blocks = part.record_blocks, part.event_blocks
@@ -1087,39 +1084,57 @@ class BatchRecorder(MaskedLoops, Recorder):
 
     def _keep_only_kept(self) -> None:
         """The batch's rows follow the budget's decisions, and the cut programs' values go."""
-        self.keep_rows[:] = [program.kept for program in self.programs]
+        self.keep_rows[:] = self.programs.kept_now()
         self._let_go_of_cut_rows(ended=True)
 
-    def _program_sizes(self) -> list[int]:
+    def _program_sizes(self) -> np.ndarray:
         """Per program of the batch, the bytes of its values as kept."""
         sizes = np.zeros(len(self.batch), np.int64)
         blocks: list[RecordBlock | EventBlock] = [*self.record_blocks, *self.event_blocks]
         for block in blocks:
             held = block.row_bytes()
             sizes += held if block.rows is None else np.where(block.rows, held, 0)
-        return sizes.tolist()
+        return sizes
 
-    def _apply_budget(self, taken: Iterable[tuple[ProgramTrace, int, bool]]) -> None:
+    def _apply_budget(
+        self,
+        taken: list[tuple[BatchPrograms, np.ndarray]],
+        sizes: np.ndarray,
+        open_rows: np.ndarray,
+        place: np.ndarray | None = None,
+    ) -> None:
         """Apply the capture budget to programs in program order, as the serial strategy does as it
-        goes: `taken` gives each with the bytes of its values as kept, and whether its batch left
-        it open (a row the batch stopped keeping was cut: its values may be gone already). Sets
-        `_kept_row_bytes` by the programs kept."""
-        kept_bytes_before, kept, cut_at = self.kept_bytes, 0, self.cut_at()
-        for program, size, open_row in taken:
-            if not program.kept:
-                continue  # never kept (made so by begin_batch): nothing to cut
-            if not self.spent and self.kept_bytes < self.budget:
-                if open_row and self.kept_bytes + size <= cut_at:
-                    self.kept_bytes += size
-                    kept += 1
-                    continue
+        goes: `taken` gives the batches and their rows, `sizes` each program's bytes of values as
+        kept and `open_rows` whether its batch left it open (a row the batch stopped keeping was
+        cut: its values may be gone already), in program order; `place` maps the programs of
+        `taken`, batch after batch, to that order (None: the same). Sets `_kept_row_bytes` by the
+        programs kept."""
+        kept = np.concatenate([programs.kept_now()[rows] for programs, rows in taken])
+        if place is not None:
+            kept = kept[np.argsort(place, kind="stable")]  # into program order
+        candidates = np.flatnonzero(kept)  # never kept (made so by begin_batch): nothing to cut
+        cut = np.zeros(len(kept), bool)
+        if candidates.size:
+            own = sizes[candidates].astype(np.int64)
+            before = self.kept_bytes + np.concatenate([[0], np.cumsum(own)[:-1]])
+            fits = open_rows[candidates].astype(bool) & (before + own <= self.cut_at())
+            fits &= before < self.budget
+            keeps = 0 if self.spent else int(np.argmin(fits)) if not fits.all() else len(fits)
+            if keeps < len(candidates):
                 self.spent = True  # cut, as Recorder.check_budget cuts a serial program
-            program.kept = False
-            for deferred in (program.records, program.events):
-                assert isinstance(deferred, Deferred)
-                deferred.keep_values = False
-        if kept:
-            self._kept_row_bytes = -(-(self.kept_bytes - kept_bytes_before) // kept)
+            cut[candidates[keeps:]] = True
+            if keeps:
+                added = int(own[:keeps].sum())
+                self.kept_bytes += added
+                self._kept_row_bytes = -(-added // keeps)
+        if place is not None:
+            cut = cut[place]  # back to the order of `taken`
+        start = 0
+        for programs, rows in taken:
+            mine = cut[start : start + len(rows)]
+            start += len(rows)
+            if mine.any():
+                programs.cut(rows[mine])
 
     def programs_to_budget(self) -> int | None:
         """How many programs from here on the budget keeps, by what the last batch's kept

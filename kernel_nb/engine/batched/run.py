@@ -42,7 +42,7 @@ from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.rewrite import RewriteCache, SourceUnavailableError
 from kernel_nb.engine.serial import SerialRun
 from kernel_nb.options import Options
-from kernel_nb.trace import Pid, ProgramTrace, RecordBlock
+from kernel_nb.trace import BatchPrograms, Pid, RecordBlock
 
 MAX_BATCH = 4096  # values of a batch's programs are copied only while the budget can reach them
 PROBE_BATCH = 64  # the first batch of a launch: sizes the others (see `_batch_sizes`)
@@ -159,7 +159,7 @@ class BatchedRun(SerialRun):
         launch = self.launch
         if self._split:
             # groups split off by divergence finish out of order: list programs as the serial run does
-            launch.programs = dict(sorted(launch.programs.items(), key=lambda item: launch.linear(item[0])))
+            launch.sort_programs()
         checks.finish(launch, self.observations)
 
     def _batch_sizes(self, programs: int) -> Iterator[int]:
@@ -241,7 +241,7 @@ class BatchedRun(SerialRun):
         self.guard.commit_counts()
         self._add(self.recorder.end_batch())
 
-    def _add(self, batches: list[tuple[list[ProgramTrace], list[RecordBlock]]]) -> None:
+    def _add(self, batches: list[tuple[BatchPrograms, list[RecordBlock]]]) -> None:
         if batches:
             self.launch.add_batches(batches, self.options.summary_bytes)
 
