@@ -6,9 +6,9 @@ imports.
 A batched launch runs thousands of programs that share their record and event blocks, one row
 each (see `Deferred`). `BatchPrograms` holds a batch's programs as rows, and `ProgramTable` a
 launch's as entries that point at rows: a `ProgramTrace` is made for a program when someone asks
-for it. Vector add 2**22 makes 4,096 programs a launch, and made three objects each (the trace and
-its two lists): 4 to 6 ms of a 40 ms warm launch went to making them, budgeting them one by one,
-and the garbage collector's pass over them afterwards.
+for it. Vector add 2**22 runs 4,096 programs a launch, and made three objects for each (the trace
+and its two lists), budgeted them one by one, and the garbage collector walked them afterwards:
+its warm launch took 38.4 ms with them and 35.0 ms without (medians of 8 fresh processes).
 """
 
 from __future__ import annotations
