@@ -5,6 +5,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 
 import kernel_nb
 from kernel_nb.engine import order as order_module
@@ -304,3 +306,31 @@ def test_a_launch_that_ran_in_one_batch_runs_in_one_batch_again(monkeypatch):
         assert sizes == [programs]
         kept.append([pid for pid, program in launch.programs.items() if program.kept])
     assert kept[0] == kept[1] and 0 < len(kept[0]) < programs
+
+
+@triton.jit
+def _accumulate_then_branch(x_ptr, out_ptr, flag_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(out_ptr + offs) + tl.load(x_ptr + offs))
+    if tl.load(flag_ptr + tl.program_id(0)) > 0:  # the programs of a batch disagree: it is split
+        tl.store(out_ptr + offs, tl.load(out_ptr + offs) * 2.0)
+
+
+def test_a_batch_undone_after_its_stores_leaves_memory_as_it_was(monkeypatch):
+    """The undo of a batch that diverged after its stores puts their tiles back before its groups
+    run them again (an accumulation run twice would add x twice)."""
+    from kernel_nb.engine.batched import guard as batched_guard
+
+    programs, block = 64, 128
+    x = np.arange(programs * block, dtype=np.float32)
+    out = np.ones(programs * block, np.float32)
+    flag = (np.arange(programs) % 3 == 0).astype(np.int32)
+    undone = []
+    rollback = batched_guard.BatchGuard.rollback
+    monkeypatch.setattr(
+        batched_guard.BatchGuard, "rollback", lambda self: (undone.append(1), rollback(self))[1]
+    )
+    with kernel_nb.interpret(strategy="auto") as session:
+        _accumulate_then_branch[(programs,)](x, out, flag, BLOCK=block)
+    assert session.trace[0].strategy == "batched" and undone
+    np.testing.assert_array_equal(out, (1 + x) * np.repeat(np.where(flag > 0, 2, 1), block))
