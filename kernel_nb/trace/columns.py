@@ -354,7 +354,10 @@ class EventBlock:
         held = sum(_row_nbytes(a) for a in (self.mask, self.values, self.before) if a is not None and len(a))
         if self.indices is None or not len(self.indices):
             return held
-        return held + np.where(np.asarray(self.active) > 0, _row_nbytes(self.indices), 0)
+        live = self.__dict__.get("_live")
+        if live is None:  # asked of every block at least twice a batch: 4,096 ints made an array once
+            live = self.__dict__["_live"] = np.asarray(self.active) > 0
+        return held + np.where(live, _row_nbytes(self.indices), 0)
 
 
 class Deferred(list):  # type: ignore[type-arg]
