@@ -3,6 +3,7 @@
 import gc
 import io
 import pdb
+import types
 import weakref
 
 import numpy as np
@@ -14,7 +15,7 @@ from triton.compiler import ASTSource
 from triton.runtime import interpreter
 
 import kernel_nb
-from kernel_nb.engine.patches import routed_language
+from kernel_nb.engine.patches import NamespaceSnapshot, routed_language
 from tests.engine import kernels as k
 
 
@@ -422,3 +423,40 @@ def test_tiles_that_programs_share_count_a_read_per_program(stride, strategy):
     expected[::stride] = 4
     np.testing.assert_array_equal(launch.buffers["t_ptr"].reads, expected)
     np.testing.assert_array_equal(out.reshape(-1, 4, block)[:, 0], table[::stride].reshape(-1, block))
+
+
+def _changed(spaces, before):
+    """(space index, name) of every attribute that differs from `before` (but `__annotations__`,
+    which reading a class's members makes as it goes)."""
+    return {
+        (i, name)
+        for i, (space, old) in enumerate(zip(spaces, before))
+        for name in set(vars(space)) | set(old)
+        if vars(space).get(name, before) is not old.get(name, before) and name != "__annotations__"
+    }
+
+
+@pytest.mark.skipif(
+    not hasattr(interpreter, "_LangPatchScope"), reason="Triton before 3.6 patches without a scope"
+)
+def test_every_launch_routes_what_the_interpreter_routes_and_puts_it_back():
+    from kernel_nb.engine import triton_compat
+
+    spaces = triton_compat.language_namespaces()
+    before = [dict(vars(space)) for space in spaces]
+
+    def stub():
+        pass
+
+    probe = types.FunctionType(stub.__code__, {"tl": tl, "core": tl.core})
+    snapshot = NamespaceSnapshot(spaces)  # (the scope's own restore leaves class attributes behind)
+    interpreter._patch_lang(probe)
+    stock = _changed(spaces, before)
+    snapshot.restore()
+    assert stock and not _changed(spaces, before)
+    for _ in range(3):  # the first launch, and those after it
+        with routed_language():
+            routed = _changed(spaces, before)
+            assert stock <= routed  # (and the libdevice and indexing routes of its own)
+            assert tl.static_range(2, 5) == range(2, 5)  # the interpreter's range
+        assert not _changed(spaces, before)
