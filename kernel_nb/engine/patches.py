@@ -7,6 +7,7 @@ namespaces' contents before and puts every attribute back afterwards, whatever t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -25,6 +26,12 @@ class NamespaceSnapshot:
     def restore(self) -> None:
         for space, saved in self._saved:
             current = vars(space)
+            if (
+                len(current) == len(saved)
+                and all(map(operator.is_, current.values(), saved.values()))
+                and list(current) == list(saved)
+            ):
+                continue  # as it was: told in C, where the loops below take 0.1-0.2 ms a namespace
             for name in [n for n in current if n not in saved]:
                 with suppress(AttributeError, TypeError):
                     delattr(space, name)
