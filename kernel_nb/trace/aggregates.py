@@ -12,6 +12,7 @@ that both strategies keep the same programs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,16 +35,17 @@ def held_bytes_each(records: np.ndarray) -> np.ndarray:
 
 
 def folded_past(
-    limit: int, spent: int, costs: list[np.ndarray], order: list[tuple[int, int]]
+    limit: int, spent: int, costs: list[np.ndarray], order: Callable[[], list[tuple[int, int]]]
 ) -> tuple[int, list[np.ndarray]]:
     """Which programs of batches (`costs[i][r]`: what program r of batch i holds) keep aggregates
-    only, the programs taken in `order` (pairs (i, r)) against `limit` with `spent` held already,
-    as `add_program` takes them one at a time; and what is held then."""
+    only, the programs taken in `order()` (pairs (i, r); asked for only where some program is
+    folded) against `limit` with `spent` held already, as `add_program` takes them one at a time;
+    and what is held then."""
     folded = [np.zeros(len(c), bool) for c in costs]
     total = sum(int(c.sum()) for c in costs)
     if spent + total <= limit:
         return spent + total, folded
-    for i, r in order:
+    for i, r in order():
         cost = int(costs[i][r])
         if spent + cost <= limit:
             spent += cost

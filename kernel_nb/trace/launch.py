@@ -192,9 +192,13 @@ class Launch:
 
     def sort_programs(self) -> None:
         """Put the programs in program order, making none."""
+        self._program_table().ordered(self.linear)
+
+    def _program_table(self) -> ProgramTable:
+        """`programs` as a ProgramTable (a trace saved with a dict of them holds a dict)."""
         if not isinstance(self.programs, ProgramTable):
             self.programs = ProgramTable(self.programs.items())
-        self.programs.ordered(self.linear)
+        return self.programs
 
     def add_batches(self, batches: list[tuple[BatchPrograms, list[RecordBlock]]], limit: int) -> None:
         """`add_program` for the programs of batches, whose records are the rows of their blocks:
@@ -206,23 +210,20 @@ class Launch:
             for block in blocks:
                 counts += 1 if block.rows is None else block.rows
             costs.append(held_bytes_each(counts))
-        if not isinstance(self.programs, ProgramTable):  # (a trace saved with a dict of them)
-            self.programs = ProgramTable(self.programs.items())
-        total = sum(int(c.sum()) for c in costs)
-        if self.summary_bytes + total <= limit:  # every program whole: no order to take them in
-            self.summary_bytes += total
-            for programs, _ in batches:
-                self.programs.add_rows(programs)
-            return
-        order = [(i, r) for i, (programs, _) in enumerate(batches) for r in range(len(programs))]
-        if len(batches) > 1:
-            order.sort(key=lambda at: self.linear(batches[at[0]][0].pids[at[1]]))
+
+        def order() -> list[tuple[int, int]]:
+            taken = [(i, r) for i, (programs, _) in enumerate(batches) for r in range(len(programs))]
+            if len(batches) > 1:
+                taken.sort(key=lambda at: self.linear(batches[at[0]][0].pids[at[1]]))
+            return taken
+
         self.summary_bytes, folded = folded_past(limit, self.summary_bytes, costs, order)
+        table = self._program_table()
         for (programs, blocks), fold in zip(batches, folded):
             if not fold.any():
-                self.programs.add_rows(programs)
+                table.add_rows(programs)
             else:
-                self.programs.add_rows(programs, np.flatnonzero(~fold))
+                table.add_rows(programs, np.flatnonzero(~fold))
                 self.aggregated += int(fold.sum())
                 for block in blocks:
                     self._aggregate(block.stmt).add_rows(block, fold)
