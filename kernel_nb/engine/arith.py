@@ -111,7 +111,7 @@ class ArithmeticHooks:
             return triton_compat.TensorHandle(numerics.encode(result, type_name), lhs.dtype.scalar)
         if op in _BOOL_EXACT and lhs.data.dtype == np.bool_ and rhs.data.dtype == np.bool_:
             # numpy's own bool and/or/xor are the 1-bit integer ones: no detour through int8
-            return triton_compat.TensorHandle(op(lhs.data, rhs.data), lhs.dtype.scalar)
+            return triton_compat.TensorHandle(_bool_op(op, lhs.data, rhs.data), lhs.dtype.scalar)
         with np.errstate(all="ignore"):
             result = original(lhs, rhs, op)
         if self.detect and lhs.data.dtype.kind in "iu":
@@ -279,6 +279,27 @@ class ArithmeticHooks:
 
 
 _BOOL_EXACT = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_and, np.logical_or, np.logical_xor)
+
+
+def _bool_op(op: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`op` of two bool blocks, computed once along the axes where both are one value (a bound
+    every lane meets, a mask every program of a batch shares: an axis of 1 or a broadcast) and
+    broadcast along them. numpy walks an operand broadcast along its inner axis one element at a
+    time: `&` of two (64, 64, 64) broadcasts took 320 us, of two arrays 13 us."""
+    if not (a.ndim == b.ndim and a.ndim and a.size and b.size):
+        return op(a, b)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    once = [
+        n > 1 and (na == 1 or sa == 0) and (nb == 1 or sb == 0)
+        for n, na, nb, sa, sb in zip(shape, a.shape, b.shape, a.strides, b.strides)
+    ]
+    if not any(once):
+        return op(a, b)
+    index = tuple(slice(0, 1) if one else slice(None) for one in once)
+    result = op(a[index], b[index])
+    if result.all() or not result.any():  # one value: held as one (see BatchRecorder.kept_rows)
+        result = result.reshape(-1)[:1].reshape(())
+    return np.broadcast_to(result, shape)
 
 
 def _fits(op: Any, a: np.ndarray, b: np.ndarray, info: np.iinfo) -> bool:
