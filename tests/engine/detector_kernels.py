@@ -82,6 +82,15 @@ def racy_write_kernel(out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def overlapping_tiles_kernel(out_ptr, STRIDE: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
+                             STEP: tl.constexpr):  # fmt: skip
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rows = pid_m * ROWS + tl.arange(0, ROWS)
+    cols = pid_n * STEP + tl.arange(0, COLS)  # STEP < COLS: a program's tile overlaps its neighbour's
+    tl.store(out_ptr + rows[:, None] * STRIDE + cols[None, :], tl.full((ROWS, COLS), 0, tl.int32) + pid_n)
+
+
+@triton.jit
 def race_free_write_kernel(out_ptr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)

@@ -122,6 +122,10 @@ SCENARIOS = {
     "pointer_cast": (lambda: [f32(100), np.zeros(100, np.float32)],
                      lambda a: k.bytes_view_kernel[(4,)](*a, 100, BLOCK=128), "batched"),
     "write_race": (lambda: [np.zeros(64, np.int32)], lambda a: dk.racy_write_kernel[(3,)](a[0], BLOCK=64), "serial"),
+    # 2-D tiles whose rows overlap their neighbours': told apart element by element, then serial
+    "tile_write_race": (lambda: [np.zeros((16, 48), np.int32)],
+                        lambda a: dk.overlapping_tiles_kernel[(2, 2)](a[0], STRIDE=48, ROWS=8, COLS=32, STEP=16),
+                        "serial"),
     "read_after_write": (lambda: [np.ones(128, np.float32), np.zeros(128, np.float32)],
                          lambda a: dk.carry_kernel[(4,)](*a, BLOCK=32), "serial"),
     "prints": (lambda: [np.arange(8, dtype=np.float32)], lambda a: k.print_kernel[(2,)](a[0], BLOCK=4), "serial"),
@@ -260,11 +264,13 @@ def test_loops_whose_trip_count_differs_run_as_one_batch(name, groups, monkeypat
     assert len(runs) == 1 + (groups if groups > 1 else 0)
 
 
-@pytest.mark.parametrize("name", ["vector_add", "softmax", "flash_attention"])
+@pytest.mark.parametrize("name", ["vector_add", "softmax", "flash_attention", "matmul_full_tiles"])
 def test_tiled_accesses_make_no_index_per_lane(name, monkeypatch):
     """Loads, stores, their bookkeeping and their records move whole runs of a tile (masked tails
     included, and tiles read down their columns, as attention reads K transposed): a program
-    offset plus tl.arange is known as such, so no (programs, lanes) index array is made."""
+    offset plus tl.arange is known as such, so no (programs, lanes) index array is made. Nor for
+    a matmul's store, whose programs' ranges overlap (a band of rows each) while their runs do
+    not, or its reads of tiles that several programs share."""
     from kernel_nb.engine.batched import access as batched_access
 
     made = []

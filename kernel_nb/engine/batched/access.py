@@ -149,6 +149,19 @@ class Access:
         inside = (starts >= 0) & (starts <= size - run)
         return starts, run, None if inside.all() else inside
 
+    def disjoint(self, size: int) -> bool:
+        """Whether no two lanes of the access, of one row or of two, touch one element of a map
+        of `size` elements: told from the tile's runs, with no index per lane (False: they may,
+        or the access has no such form)."""
+        if self.active is not None:
+            return False
+        found = self.runs(size)
+        if found is None:
+            return False
+        starts, run, _ = found
+        ordered = np.sort(starts, axis=None)
+        return bool((ordered[1:] - ordered[:-1] >= run).all())
+
     def gather(self, view: np.ndarray, fill: Any = None, share: bool = False) -> np.ndarray:
         """view[index] for every lane of every row; `fill` (default 0) for masked lanes. With
         `share`, where every lane is active and the rows are one stretch of `view` in order, a

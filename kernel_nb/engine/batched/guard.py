@@ -691,6 +691,9 @@ class HeldRows:
     def put_later(self, size: int, values: np.ndarray) -> Callable[[np.ndarray], None] | None:
         return self.access.put_later(size, values)
 
+    def disjoint(self, size: int) -> bool:
+        return self.access.disjoint(size)
+
 
 def _all(mask: np.ndarray) -> bool:
     """mask.all(), looking at each element once where `mask` is a broadcast (an unmasked load's

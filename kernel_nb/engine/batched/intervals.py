@@ -49,6 +49,11 @@ class Lanes(Protocol):
         """`put` into a map of `size` elements that may be made later (None: not that cheaply)."""
         ...
 
+    def disjoint(self, size: int) -> bool:
+        """Whether no two active lanes, of one row or of two, touch one element of a map of `size`
+        elements, told without an index per lane (False: they may, or it cannot tell so)."""
+        ...
+
 
 class NeedsPrecise(Exception):
     """Ranges cannot prove the batch exact; the launch reruns with per-element bookkeeping."""
@@ -103,6 +108,7 @@ class IntervalBook:
         # per (argument, kind): marks and counts of the batch running, cleared where it touched them
         self._marks: dict[tuple[str, str], np.ndarray] = {}
         self._counts: dict[tuple[str, str], np.ndarray] = {}
+        self._grids: dict[int, tuple[np.ndarray, tuple[int, int, int, int] | None]] = {}
 
     def begin_batch(self, linear: np.ndarray) -> None:
         self.linear = linear
@@ -160,13 +166,17 @@ class IntervalBook:
         if writes:
             if self._meets("read", canonical, lo, hi):
                 raise NeedsPrecise("a program writes where another program reads")
-            self._extend(canonical, "write", rows, lo, hi)
-            overlapping = self._meets("write", canonical, lo, hi)
-            if overlapping:  # ranges meet: whether elements do is told by who wrote them
+            if self._meets("write", canonical, lo, hi):
+                # ranges meet what other programs wrote before: whether elements do is told by
+                # who wrote them
                 self._written_elsewhere(
                     canonical, lanes.index(), active, programs, "programs write the same elements"
                 )
-            self._mark_writes(name, lo, hi, lanes, programs, verify=overlapping)
+            self._extend(canonical, "write", rows, lo, hi)
+            # the access's own rows: ranges that meet (a tile's rows, every program's a band of
+            # the same rows) need their elements looked at, unless the tile's runs tell them apart
+            verify = self._meets("write", canonical, lo, hi) and not lanes.disjoint(self.maps[name].size)
+            self._mark_writes(name, lo, hi, lanes, programs, verify=verify)
         if reads:
             self._extend(canonical, "read", rows, lo, hi)
             self._count(name, "read", lo, hi, lanes)
