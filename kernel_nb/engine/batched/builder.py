@@ -125,7 +125,11 @@ class BatchedBuilder(triton_compat.InterpreterBuilder):  # type: ignore[misc,val
             origin = shape or pointer_origin(ptr, form.lanes.size)
             if origin and origin.lanes.size == form.lanes.size:
                 width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
-                moved = Affine(origin.base + form.base * width, origin.lanes + form.lanes * width)
+                base = origin.base + form.base * width
+                if form.lanes.any():
+                    moved = Affine(base, origin.lanes + form.lanes * width)
+                else:  # one step per program (a splat): the same lanes, their derived forms kept
+                    moved = origin.moved(base)
                 full = np.broadcast_shapes(ptr_shape, offset_shape)
                 if moved.base.size in (1, full[0]):
                     return AffinePointers(moved, full, ptr.dtype)

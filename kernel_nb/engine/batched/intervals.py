@@ -277,6 +277,13 @@ class IntervalBook:
         reach_lo[picked] = np.minimum(reach_lo[picked], lo[live])
         reach_hi[picked] = np.maximum(reach_hi[picked], hi[live])
 
+    def _grid(self, lanes: np.ndarray) -> tuple[int, int, int, int] | None:
+        """`_grid_of(lanes)`, found once for the lanes a loop's tiles share."""
+        found = self._grids.get(id(lanes))
+        if found is None or found[0] is not lanes:
+            found = self._grids[id(lanes)] = (lanes, _grid_of(lanes))
+        return found[1]
+
     def _count(self, name: str, kind: str, lo: np.ndarray, hi: np.ndarray, lanes: Lanes) -> None:
         batch = lo.shape[0]
         side = self._side(name, kind, batch)
@@ -322,11 +329,11 @@ class IntervalBook:
             if flat_active is None and shifts.size <= 64:
                 # rows are one tile at a few shifts: add each shift's rows to its tile's elements
                 tile = shape.lanes
-                first, size = (int(tile[0]), tile.size) if tile.size else (0, 0)
-                whole = size and int(tile[-1]) - first + 1 == size  # one stretch: a slice, no index
+                grid = self._grid(tile)
                 for shift, times in zip(shifts.tolist(), rows.tolist()):
-                    if whole:
-                        counts[shift + first : shift + first + size] += times
+                    block = None if grid is None else _block(counts, shift, *grid)
+                    if block is not None:  # a 2-D slice of the counts: no index per lane
+                        block += times
                     else:
                         counts[tile + shift] += times
             else:
@@ -407,8 +414,8 @@ class TileShape:
             seen = None if known is None else known.get(key)
             if (
                 seen is not None
-                and np.array_equal(seen[1], self.lanes)
-                and np.array_equal(seen[2], before.lanes)
+                and (seen[1] is self.lanes or np.array_equal(seen[1], self.lanes))
+                and (seen[2] is before.lanes or np.array_equal(seen[2], before.lanes))
             ):
                 if seen[0]:
                     return True
@@ -430,6 +437,39 @@ class TileShape:
         if self._digest is None:
             self._digest = hash(self.lanes.tobytes())
         return self._digest
+
+
+def _grid_of(lanes: np.ndarray) -> tuple[int, int, int, int] | None:
+    """Sorted, distinct lanes as `lines` runs of `run` consecutive elements, `stride` apart, from
+    `first` (a 2-D tile of a row-major array, or one stretch): (first, lines, run, stride); None
+    where they are not."""
+    if not lanes.size:
+        return None
+    breaks = np.flatnonzero(np.diff(lanes) != 1)
+    run = int(breaks[0]) + 1 if breaks.size else lanes.size
+    if lanes.size % run:
+        return None
+    lines = lanes.size // run
+    first = int(lanes[0])
+    stride = int(lanes[run]) - first if lines > 1 else run
+    expected = first + stride * np.arange(lines)[:, None] + np.arange(run)
+    if not np.array_equal(lanes.reshape(lines, run), expected):
+        return None
+    return first, lines, run, stride
+
+
+def _block(
+    counts: np.ndarray, shift: int, first: int, lines: int, run: int, stride: int
+) -> np.ndarray | None:
+    """The elements `shift` + a `_grid_of` grid's lanes, as a writable 2-D slice of `counts` (None:
+    the grid's runs wrap a row of `stride` elements, or reach past the counts)."""
+    start = shift + first
+    if lines == 1:
+        return counts[start : start + run] if start >= 0 and start + run <= counts.size else None
+    row, col = divmod(start, stride)
+    if start < 0 or col + run > stride or (row + lines) * stride > counts.size:
+        return None
+    return counts[: (row + lines) * stride].reshape(-1, stride)[row:, col : col + run]
 
 
 def _count_dtype(programs: int) -> np.dtype[Any]:
