@@ -15,6 +15,7 @@ import triton.language as tl
 
 from kernel_nb.engine.triton_compat.descriptors import patch_descriptor_strides, patch_dot_scaled_formats
 from kernel_nb.engine.triton_compat.interpreter import TensorHandle, interp, semantic
+from kernel_nb.engine.triton_compat.type_memo import patch_type_memo
 from kernel_nb.engine.triton_compat.versions import require
 
 # extern(symbol, argument arrays, result element type) -> the result array
@@ -41,8 +42,10 @@ def patch_language(extern: Extern | None = None) -> Callable[[], None]:
     undo_strides = patch_descriptor_strides()
     undo_formats = patch_dot_scaled_formats()
     undo_dtypes = _remembered_np_dtypes()
+    undo_memo = patch_type_memo()
 
     def undo() -> None:
+        undo_memo()
         undo_dtypes()
         undo_formats()
         undo_strides()
