@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
+from kernel_nb.engine.ast_nodes import walk
 from kernel_nb.engine.sites import target_names
 
 
@@ -20,7 +21,7 @@ def name_facts(fdef: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], 
     bound = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     bound.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     for stmt in fdef.body:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             _count_read(node, counts)
             if isinstance(node, ast.Name):
                 if not isinstance(node.ctx, ast.Load):
@@ -38,7 +39,7 @@ def reads(body: list[ast.stmt]) -> Counter[str]:
     """How often the statements read each name (`x += 1` reads x)."""
     counts: Counter[str] = Counter()
     for stmt in body:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             _count_read(node, counts)
     return counts
 
@@ -63,7 +64,7 @@ def binding_order(body: list[ast.stmt]) -> list[tuple[set[str], set[str]]]:
             read = names_read(stmt.value).union(*(names_read(t) for t in targets))
             order.append((read, {t.id for t in targets if isinstance(t, ast.Name)}))
         else:
-            order.append(({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}, set()))
+            order.append(({n.id for n in walk(stmt) if isinstance(n, ast.Name)}, set()))
     return order
 
 
@@ -80,7 +81,7 @@ def carried(order: list[tuple[set[str], set[str]]], name: str) -> bool:
 
 
 def names_read(expr: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {n.id for n in walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def expression_facts(expr: ast.expr) -> tuple[tuple[str, ...], bool, bool]:
@@ -89,7 +90,7 @@ def expression_facts(expr: ast.expr) -> tuple[tuple[str, ...], bool, bool]:
     whether it calls a load."""
     names: set[str] = set()
     makes_inf = loads = False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 names.add(node.id)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernel_nb.engine import triton_compat, waiting
+from kernel_nb.engine.ast_nodes import fix_locations, walk
 from kernel_nb.engine.control_checks import condition, loop_bound
 from kernel_nb.engine.name_facts import binding_order, carried, expression_facts, name_facts, reads
 from kernel_nb.engine.sites import Site, SiteWalker, argument_sites, ends_early, target_names
@@ -205,7 +206,7 @@ def rewrite(
     called, instrumenter.reads, instrumenter.locals = name_facts(fdef)
     arg_records = [s for site in argument_sites(fdef) for s in instrumenter.after(site)]
     fdef.body = arg_records + instrumenter.block(fdef.body)
-    ast.fix_missing_locations(tree)
+    fix_locations(tree)
     code = compile(tree, filename=file, mode="exec")
     closure: tuple[tuple[str, Any], ...] = ()
     if fn.__closure__:
@@ -334,7 +335,7 @@ class _Instrumenter(SiteWalker):
         )
         assigned: list[str] = []
         for node in stmt.body:
-            for inner in ast.walk(node):
+            for inner in walk(node):
                 if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
                     targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
                     for target in targets:

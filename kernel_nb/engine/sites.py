@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from kernel_nb.engine.ast_nodes import walk
+
 
 @dataclass(frozen=True)
 class Site:
@@ -64,7 +66,7 @@ def loop_sites(stmt: ast.For | ast.While) -> list[Site]:
 def ends_early(stmt: ast.For | ast.While) -> bool:
     """Whether a loop's iteration may end before the end of its body (a break, continue or
     return in it): then not every iteration makes every site of its body."""
-    return any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in ast.walk(stmt))
+    return any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in walk(stmt))
 
 
 def target_names(target: ast.expr) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from kernel_nb.engine import triton_compat
+from kernel_nb.engine.ast_nodes import walk
 from kernel_nb.trace import Pid
 
 _FOUND: dict[tuple[Any, Callable[..., Any]], tuple[int | None, tuple[Any, ...]]] = {}
@@ -59,7 +60,7 @@ def _find_loops(
     start = fn.__code__.co_firstlineno - 1
     line = None
     helpers = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.While | ast.Attribute):
             if line is None and (isinstance(node, ast.While) or node.attr == "atomic_poll"):
                 line = node.lineno + start
