@@ -54,7 +54,7 @@ def test_block_types_made_again_equal_tritons_own():
     with routed_language():
         assert core.block_type.__dict__["__init__"] is not BLOCK_INIT  # the memo's, while it runs
         for element_ty in [tl.float32, tl.int1, tl.float16, *pointers]:
-            for shape in ([64, 64], [64], [1, 128], [tl.constexpr(16), 4]):
+            for shape in ([64, 64], [64], [1, 128], [tl.constexpr(16), 4], core.tuple([32, 8])):
                 for _ in range(3):  # the first made by Triton's constructor, the others from it
                     _same_block(core.block_type(element_ty, shape), element_ty, shape)
         # what Triton's constructor refuses, it still refuses, seen before or not

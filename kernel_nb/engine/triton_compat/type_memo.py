@@ -64,12 +64,13 @@ def patch_type_memo() -> Callable[[], None]:
     core = tl.core
     block_type, tensor = core.block_type, core.tensor
     block_init, tensor_init = block_type.__dict__["__init__"], tensor.__dict__["__init__"]
+    shapes = (list, core.tuple)  # as Triton's own takes them (not a Python tuple: its `tuple` is this)
     blocks: dict[tuple[Any, tuple[int, ...]], dict[str, Any]] = {}
     tensors: dict[int, tuple[Any, Any, Any]] = {}
 
     def memo_block_init(self: Any, element_ty: Any, shape: Any) -> None:
         key = None
-        if type(self) is block_type and type(shape) is list:  # (what Triton's own makes of others)
+        if type(self) is block_type and type(shape) in shapes:
             ty, dims = _type_key(element_ty), _shape_key(shape)
             if ty is not None and dims:
                 key = (ty, dims)
