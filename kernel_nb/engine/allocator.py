@@ -19,6 +19,14 @@ launch took 20,400 faults and 77-85 ms, against none to 4,200 faults and 36-49 m
 pad; with that pad, 7 of 8 processes still faulted 2,280 pages (9 MiB) in again at each launch,
 and none with 128 MiB.
 
+A process's first launch finds no such memory: every page its values take is faulted in as it is
+first written, about 1 ms per MiB on a virtual machine (matmul 512**3: 4,400 faults, a fifth of
+its first launch). Where another core is free, `reused_memory(ahead)` has a thread make `ahead`
+bytes of free heap memory resident (MADV_POPULATE_WRITE, which leaves contents as they are) while
+the launch starts on this core; the launch then takes pages that are there already. The engine
+asks for 4 times its arrays' bytes (the memory bench/ allows a launch beyond its capture budget),
+at most 31 MiB; memory an earlier launch left resident is not asked for again.
+
 Free blocks between blocks still in use (the values a launch keeps lie among its temporaries)
 stay, as glibc leaves them: `malloc_trim` would hand those pages back too, and the next launch
 faulted them in again, 8,200 faults and 10 ms of a warm launch of vector add 2**22 (72 ms against
@@ -38,6 +46,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +73,8 @@ def _glibc() -> Any | None:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
     mincore.argtypes, mincore.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p], ctypes.c_int
+    libc.malloc.argtypes, libc.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
+    libc.free.argtypes, libc.free.restype = [ctypes.c_void_p], None
     return libc
 
 
@@ -72,6 +84,7 @@ _MADV_POPULATE_WRITE = 23  # asm-generic/mman-common.h
 _PAGE = 4096
 _POPULATE_FROM = 1 << 20  # smaller blocks mostly reuse resident heap memory
 _CAN_POPULATE = _LIBC is not None  # until a kernel refuses it
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 # numpy's switch for its huge-page advice (private; absent in some builds: then nothing to switch)
 _HUGE_PAGE_ADVICE = getattr(getattr(np, "_core", getattr(np, "core", None)), "multiarray", None)
@@ -121,10 +134,33 @@ def _resident(libc: Any, start: int, end: int) -> bool:
     return bool(np.bitwise_and(pages, 1).all())
 
 
+def _populate_ahead(libc: Any, size: int) -> threading.Thread | None:
+    """Make `size` bytes of free heap memory resident on another core, for the launch about to
+    run on this one to take (the thread doing it; None: none needed, or no core to spare)."""
+    if size < _POPULATE_FROM or not _CAN_POPULATE or _CORES < 2:
+        return None
+    size = min(size, MMAP_THRESHOLD - _POPULATE_FROM)  # (a block past the threshold is mapped apart)
+    block = libc.malloc(size)
+    if not block:
+        return None
+    libc.free(block)  # back to the heap, where the launch's trim threshold keeps it
+    start = -(-block // _PAGE) * _PAGE
+    end = (block + size) // _PAGE * _PAGE
+    if end <= start or _resident(libc, start, end):
+        return None  # (an earlier launch's memory)
+    # the call leaves the memory's contents as they are, so the launch may take it meanwhile; one
+    # trimmed away meanwhile makes the call fail, which leaves nothing to do
+    populating = threading.Thread(
+        target=libc.madvise, args=(start, end - start, _MADV_POPULATE_WRITE), daemon=True
+    )
+    populating.start()
+    return populating
+
+
 @contextmanager
-def reused_memory() -> Iterator[None]:
+def reused_memory(ahead: int = 0) -> Iterator[None]:
     """Inside: numpy's temporaries reuse freed heap blocks, in small pages (see the module's
-    docstring)."""
+    docstring); `ahead` bytes of them made resident beforehand, on another core."""
     with _small_pages_throughout():
         libc = _LIBC
         if libc is None:
@@ -132,6 +168,7 @@ def reused_memory() -> Iterator[None]:
             return
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
         libc.mallopt(_M_TRIM_THRESHOLD, RETAINED_BYTES)
+        _populate_ahead(libc, ahead)
         try:
             yield
         finally:

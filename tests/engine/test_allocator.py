@@ -204,3 +204,41 @@ def test_a_block_whose_pages_are_resident_is_not_populated_again(monkeypatch):
     assert len(asked) == 1
     start = -(-fresh.ctypes.data // 4096) * 4096
     assert allocator._resident(libc, start, start + (60 << 20))
+
+
+# a first launch's values, 16 MiB of arrays made while the launch runs, in a fresh process
+AHEAD = """
+import resource, sys
+import numpy as np
+from kernel_nb.engine import allocator
+
+faults = lambda: resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+ahead = int(sys.argv[1])
+with allocator.reused_memory():
+    populating = allocator._populate_ahead(allocator._LIBC, ahead)
+    if populating is not None:
+        populating.join()
+    before = faults()
+    values = [np.ones((1 << 20) // 8) for _ in range(16)]
+    print(faults() - before, populating is not None)
+"""
+
+
+@pytest.mark.skipif(
+    allocator._LIBC is None or allocator._CORES < 2, reason="glibc's heap, and a core to spare"
+)
+def test_memory_made_resident_ahead_is_what_the_launch_takes():
+    def main_thread_faults(ahead: int) -> tuple[int, bool]:
+        done = subprocess.run(
+            [sys.executable, "-c", AHEAD, str(ahead)], capture_output=True, text=True, check=True
+        )
+        faults, started = done.stdout.split()
+        return int(faults), started == "True"
+
+    pages = (16 << 20) // 4096
+    faults, started = main_thread_faults(0)
+    assert not started and faults > pages * 3 // 4
+    faults, started = main_thread_faults(20 << 20)
+    if not allocator._CAN_POPULATE:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    assert started and faults < pages // 8
