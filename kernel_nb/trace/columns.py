@@ -188,8 +188,7 @@ class DeferredSummaries(SummaryColumns):
             rows = _made(self._rows)
             has_nan, has_inf = np.zeros(len(rows), bool), np.zeros(len(rows), bool)
             if rows.dtype.kind == "f":
-                with np.errstate(all="ignore"):
-                    suspect = np.flatnonzero(~np.isfinite(np.add.reduce(rows, axis=1)))
+                suspect = np.flatnonzero(~np.isfinite(_row_sums(rows)))
                 if suspect.size:
                     part = rows[suspect]
                     has_nan[suspect], has_inf[suspect] = (
@@ -210,6 +209,16 @@ class DeferredSummaries(SummaryColumns):
     def __reduce__(self) -> tuple[Any, ...]:
         c = self.settle()
         return (SummaryColumns, (c.lo, c.hi, c.mean, c.size, c.nan, c.inf))
+
+
+def _row_sums(rows: np.ndarray) -> np.ndarray:
+    """Each row's sum, finite unless the row holds NaN or Inf (or the sum overflows): for fp32
+    and fp64 as a product with ones, which BLAS makes in a quarter of the time a reduction takes
+    (vector add 2**22: 0.3 ms against 1.3), NaN and Inf carried through it as through a sum."""
+    with np.errstate(all="ignore"):
+        if rows.dtype in (np.float32, np.float64) and rows.ndim == 2:
+            return rows @ np.ones(rows.shape[1], rows.dtype)
+        return np.add.reduce(rows, axis=1)
 
 
 def _placed(column: np.ndarray, at: np.ndarray, rows: int) -> np.ndarray:

@@ -303,3 +303,21 @@ def test_gathered_rows_are_saved_as_the_values_they_stand_for():
     saved = pickle.loads(pickle.dumps(rows))
     assert isinstance(saved, np.ndarray) and saved.shape == (3, 2, 2)
     np.testing.assert_array_equal(saved, [rows[i] for i in range(3)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_rows_holding_nan_or_inf_are_told_from_rows_whose_sum_overflows(dtype):
+    big = np.finfo(dtype).max
+    rows = np.ones((6, 300), dtype)
+    rows[1, 17] = np.nan
+    rows[2, 299] = np.inf
+    rows[3, 0] = -np.inf
+    rows[3, 5] = np.inf  # Inf and -Inf: a NaN sum
+    rows[4, :] = big  # finite, the sum past the type's range
+    rows[5, :2] = (big, -big)  # finite, a sum that may overflow on the way
+    has_nan, has_inf = DeferredSummaries(rows).nonfinite()
+    assert has_nan.tolist() == [False, True, False, False, False, False]
+    assert has_inf.tolist() == [False, False, True, True, False, False]
+    with np.errstate(all="ignore"):
+        want = [Summary.of(row) for row in rows]
+    assert [s.nan > 0 for s in want] == has_nan.tolist() and [s.inf > 0 for s in want] == has_inf.tolist()
