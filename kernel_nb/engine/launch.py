@@ -59,7 +59,8 @@ class Engine:
         jit = triton_compat.innermost_jit(kernel)
         fn = jit.fn
         name = fn.__name__
-        ahead = 4 * _array_bytes((*args, *kwargs.values()))  # (see allocator.reused_memory)
+        # what the launch's batches may take, which the working set bounds (see allocator.reused_memory)
+        ahead = self.options.working_set_bytes
         # watched from the first step: Ctrl-C while arguments are copied is the launch's too
         with self.interrupts, _collector_paused(), allocator.reused_memory(ahead):
             try:
@@ -263,20 +264,6 @@ def _interrupted(kernel: str, stray: BaseException | None) -> LaunchInterrupted:
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 
 _GRID_FORM = "a tuple of 1 to 3 ints"
-
-
-def _array_bytes(values: tuple[Any, ...]) -> int:
-    """The bytes of the arrays among a launch's arguments, as they tell them (an estimate: what
-    is not an array, or will not say, counts nothing; binding judges the arguments)."""
-    total = 0
-    for value in values:
-        try:
-            size = getattr(value, "nbytes", 0)
-        except Exception:
-            continue
-        if isinstance(size, int) and size > 0:
-            total += size
-    return total
 
 
 def _resolve_grid(grid: Any, meta: dict[str, Any]) -> Pid:

@@ -242,3 +242,67 @@ def test_memory_made_resident_ahead_is_what_the_launch_takes():
     if not allocator._CAN_POPULATE:
         pytest.skip("this kernel has no MADV_POPULATE_WRITE")
     assert started and faults < pages // 8
+
+
+# a first launch whose arguments are small and whose values are not: 16 programs, each making
+# 128x128 fp32 tiles from 512 bytes of input (about 1 MiB a statement for the batch, a dozen
+# statements), with the thread that makes memory resident ahead waited for (no race with it)
+SMALL_ARGUMENTS = """
+import resource, sys
+import numpy as np
+import triton
+import triton.language as tl
+import kernel_nb
+from kernel_nb.engine import allocator
+
+@triton.jit
+def outer_sums(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    a = x[:, None] * x[None, :]
+    b = a + 1.0
+    c = b * a
+    d = c - b
+    e = d * d
+    f = e + a
+    g = f * b
+    h = g - c
+    tl.store(out_ptr + pid * BLOCK + offs, tl.sum(h, axis=1))
+
+started = allocator._populate_ahead
+asked = []
+
+def waited(libc, size):
+    asked.append(size)
+    thread = started(libc, size)
+    if thread is not None:
+        thread.join()
+    return thread
+
+allocator._populate_ahead = waited
+x = np.linspace(0, 1, 128, dtype=np.float32)
+out = np.zeros(16 * 128, np.float32)
+faults = lambda: resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+before = faults()
+with kernel_nb.interpret():
+    outer_sums[(16,)](x, out, BLOCK=128)
+print(faults() - before, asked[0], x.nbytes + out.nbytes)
+"""
+
+
+@pytest.mark.skipif(
+    allocator._LIBC is None or allocator._CORES < 2, reason="glibc's heap, and a core to spare"
+)
+def test_a_first_launch_finds_its_values_memory_resident_whatever_its_arguments_take(tmp_path):
+    # asked for 4 times its arguments' bytes (33 KiB: nothing), the launch faulted in every page
+    # of its values; the working set it asks for covers them
+    script = tmp_path / "small_arguments.py"  # (@triton.jit reads its function's source file)
+    script.write_text(SMALL_ARGUMENTS)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    faults, asked, arguments = (int(word) for word in done.stdout.split())
+    if not allocator._CAN_POPULATE:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    values_pages = 12 * (16 * 128 * 128 * 4) // 4096
+    assert asked > 100 * arguments
+    assert faults < values_pages // 4
