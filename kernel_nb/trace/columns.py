@@ -51,24 +51,33 @@ class SummaryColumns:
         dirty = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
         if not dirty.size:
             return SummaryColumns(lo, hi, as_float.mean(axis=1, dtype=np.float64), size)
-        with np.errstate(invalid="ignore"):  # Inf - Inf in a dirty row's mean, computed again below
-            mean = as_float.mean(axis=1, dtype=np.float64)
         # rows holding NaN or Inf: statistics of their finite lanes, as Summary.of computes them
-        part = as_float if dirty.size == rows else as_float[dirty]
+        if dirty.size == rows:
+            part, mean = as_float, np.empty(rows, np.float64)
+        else:
+            part = as_float[dirty]
+            with np.errstate(invalid="ignore"):  # Inf - Inf in a dirty row's mean, replaced below
+                mean = as_float.mean(axis=1, dtype=np.float64)
         finite = np.isfinite(part)
-        count = finite.sum(axis=1)
+        count = finite.view(np.uint8).sum(axis=1, dtype=np.int64)
         nan, inf = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
         # min carries a row's NaN: only rows that hold one are counted for it
         with_nan = np.flatnonzero(np.isnan(lo[dirty]))
         if with_nan.size:
-            nan[dirty[with_nan]] = np.isnan(part[with_nan]).sum(axis=1)
+            nan[dirty[with_nan]] = np.isnan(part[with_nan]).view(np.uint8).sum(axis=1, dtype=np.int64)
         inf[dirty] = size - count - nan[dirty]
-        lo, hi, mean = lo.astype(np.float64), hi.astype(np.float64), mean.copy()
+        lo, hi = lo.astype(np.float64), hi.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             total = np.where(finite, part, 0).sum(axis=1, dtype=np.float64)
-            lo[dirty] = np.where(count > 0, part.min(axis=1, where=finite, initial=np.inf), np.nan)
-            hi[dirty] = np.where(count > 0, part.max(axis=1, where=finite, initial=-np.inf), np.nan)
-            mean[dirty] = np.where(count > 0, total / count, np.nan)
+            # a finite min is a finite lane's, with no NaN in the row and no -Inf below it: the
+            # lanes are looked at again only where the min is not (causal attention's -Inf mask
+            # makes every row dirty, and its max finite); a masked reduction (`where=`) took
+            # 3 times as long as the plain one over a row with the others put out of its way
+            empty = count == 0
+            lo[dirty] = _finite_extreme(lo[dirty], part, finite, empty, np.minimum, np.inf)
+            hi[dirty] = _finite_extreme(hi[dirty], part, finite, empty, np.maximum, -np.inf)
+            mean[dirty] = np.where(empty, np.nan, total / np.maximum(count, 1))
+            lo[dirty[empty]], hi[dirty[empty]] = np.nan, np.nan
         return SummaryColumns(lo, hi, mean, size, nan, inf)
 
     def repeated(self, rows: int) -> SummaryColumns:
@@ -209,6 +218,29 @@ class DeferredSummaries(SummaryColumns):
     def __reduce__(self) -> tuple[Any, ...]:
         c = self.settle()
         return (SummaryColumns, (c.lo, c.hi, c.mean, c.size, c.nan, c.inf))
+
+
+def _finite_extreme(
+    plain: np.ndarray,
+    rows: np.ndarray,
+    finite: np.ndarray,
+    empty: np.ndarray,
+    reduce: np.ufunc,
+    away: float,
+) -> np.ndarray:
+    """Per row, the min (`reduce` np.minimum, `away` Inf) or max (np.maximum, -Inf) of its finite
+    lanes, given `plain`, the reduction over every lane: where that is finite it is the answer
+    (an extreme over all lanes that is finite is a finite lane's); elsewhere the others are put
+    out of the way. Rows without finite lanes (`empty`) are left as they are, for the caller."""
+    again = np.flatnonzero(~(np.isfinite(plain) | empty))
+    if not again.size:
+        return plain
+    out = np.array(plain)
+    if again.size == len(plain):
+        out[:] = reduce.reduce(np.where(finite, rows, away), axis=1)
+    else:
+        out[again] = reduce.reduce(np.where(finite[again], rows[again], away), axis=1)
+    return out
 
 
 def _row_sums(rows: np.ndarray) -> np.ndarray:
