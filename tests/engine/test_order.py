@@ -11,7 +11,7 @@ import triton.language as tl
 import kernel_nb
 from kernel_nb.engine import order as order_module
 from kernel_nb.engine.batched import recorder as batched_recorder
-from kernel_nb.engine.order import ProgramOrder, batches
+from kernel_nb.engine.order import ProgramOrder, batches, row_batches
 from tests.engine import kernels as k
 
 
@@ -72,6 +72,29 @@ def test_batches_ask_for_each_size_as_they_are_taken():
     assert next(taken) == [(0, 0, 0)]
     assert asked == [1]
     assert list(taken) == [[(1, 0, 0), (2, 0, 0), (3, 0, 0)], [(4, 0, 0), (5, 0, 0)]]
+
+
+@pytest.mark.parametrize("grid", [(1, 1, 1), (7, 1, 1), (3, 4, 2), (5, 2, 3)])
+@pytest.mark.parametrize("how", ["serial", "reverse", "shuffle"])
+def test_batches_as_rows_hold_the_programs_batches_hold_in_the_same_order(grid, how):
+    sizes = [1, 2, 5, 9, 1000]
+    expected = list(batches(ProgramOrder(grid, how, seed=3), iter(sizes)))
+    taken = list(row_batches(ProgramOrder(grid, how, seed=3), iter(sizes)))
+    assert [pids for pids, _ in taken] == expected
+    for pids, rows in taken:
+        assert rows.dtype == np.int64 and rows.shape == (len(pids), 3)
+        assert [tuple(row) for row in rows.tolist()] == pids
+        assert all(type(p) is int for pid in pids for p in pid)
+
+
+def test_batches_as_rows_walk_a_shuffle_past_its_table_one_program_at_a_time(monkeypatch):
+    monkeypatch.setattr(order_module, "SHUFFLE_TABLE", 16)
+    walked = list(row_batches(ProgramOrder((40, 1, 1), "shuffle", seed=2), iter([3, 30, 30])))
+    assert [pids for pids, _ in walked] == list(
+        batches(ProgramOrder((40, 1, 1), "shuffle", seed=2), iter([3, 30, 30]))
+    )
+    assert sorted(p for pids, _ in walked for p in pids) == [(x, 0, 0) for x in range(40)]
+    assert all(np.array_equal(rows, np.array(pids).reshape(-1, 3)) for pids, rows in walked)
 
 
 def _finished_batches(monkeypatch):

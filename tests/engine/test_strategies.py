@@ -255,9 +255,9 @@ def test_loops_whose_trip_count_differs_run_as_one_batch(name, groups, monkeypat
     runs = []
     original = BatchedRun._run_group
 
-    def counted(self, stock, kernel, values, pids):
+    def counted(self, stock, kernel, values, pids, rows=None):
         runs.append(list(pids))
-        return original(self, stock, kernel, values, pids)
+        return original(self, stock, kernel, values, pids, rows)
 
     monkeypatch.setattr(BatchedRun, "_run_group", counted)
     _run(name, "auto")

@@ -37,7 +37,7 @@ from kernel_nb.engine.batched.intervals import NeedsPrecise
 from kernel_nb.engine.batched.language import batched_language, batched_value
 from kernel_nb.engine.batched.offsets import pointer_tile
 from kernel_nb.engine.batched.recorder import BatchRecorder, Oversized
-from kernel_nb.engine.order import batches
+from kernel_nb.engine.order import ProgramOrder, batches, row_batches
 from kernel_nb.engine.patches import interpreter_scope
 from kernel_nb.engine.rewrite import RewriteCache, SourceUnavailableError
 from kernel_nb.engine.serial import SerialRun
@@ -145,8 +145,14 @@ class BatchedRun(SerialRun):
             with self._language() as stock:
                 kernel = self.function(self.fn)
                 values = {k: batched_value(v) for k, v in self.bound.values.items()}
-                for group in batches(order, self._batch_sizes(total)):
-                    self._run_group(stock, kernel, values, group)
+                sizes = self._batch_sizes(total)
+                groups = (
+                    row_batches(order, sizes)
+                    if isinstance(order, ProgramOrder)
+                    else ((group, None) for group in batches(order, sizes))
+                )
+                for group, rows in groups:
+                    self._run_group(stock, kernel, values, group, rows)
                     done += len(group)
                     self._progress = (done, total, self._progress[2])
                     if progress is not None:
@@ -186,9 +192,16 @@ class BatchedRun(SerialRun):
             yield stock
 
     def _run_group(
-        self, stock: Any, kernel: Callable[..., Any], values: dict[str, Any], pids: list[Pid]
+        self,
+        stock: Any,
+        kernel: Callable[..., Any],
+        values: dict[str, Any],
+        pids: list[Pid],
+        rows: np.ndarray | None = None,
     ) -> None:
-        rows = np.array(pids, dtype=np.int64)
+        """Run programs `pids` together (`rows`: their ids as an (n, 3) int64 array, if made)."""
+        if rows is None:
+            rows = np.array(pids, dtype=np.int64).reshape(-1, 3)
         attributes = BatchedBuilder.attributes(rows, self.launch.grid, self.loop_mask)
         batch_observations = Observations()
         observing = batch_observations if self.detect else None
@@ -233,7 +246,7 @@ class BatchedRun(SerialRun):
         while fits and start < len(pids):
             # each group as large as what the programs run so far measured lets it be
             fits = self.recorder.batch_fits(fits)
-            self._run_group(stock, kernel, values, pids[start : start + fits])
+            self._run_group(stock, kernel, values, pids[start : start + fits], rows[start : start + fits])
             start += fits
         if start:
             return
