@@ -17,6 +17,7 @@ from kernel_nb.trace.columns import (
     RecordBlock,
     Records,
     SummaryColumns,
+    repeated,
     summary_rows,
 )
 from kernel_nb.trace.compare import (
@@ -94,6 +95,7 @@ __all__ = [
     "Tolerance",
     "Trace",
     "as_pid",
+    "repeated",
     "summary_rows",
     "ulp_bucket_labels",
 ]

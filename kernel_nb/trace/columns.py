@@ -6,7 +6,8 @@ strategy keeps thousands of programs' records without a Python object per progra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,14 @@ import numpy as np
 
 from kernel_nb.trace.records import MemoryEvent, Record, Summary
 from kernel_nb.trace.row_forms import GatheredRows, TileRows
+
+
+@functools.lru_cache(maxsize=64)
+def repeated(value: str | None, rows: int) -> tuple[str | None, ...]:
+    """`value` for each of `rows` rows (a record block's pointer arguments, mostly one for every
+    program): one tuple per value and batch size, which the collector stops walking after its
+    first look, where a list per record block was walked after every launch."""
+    return (value,) * rows
 
 
 @dataclass
@@ -303,7 +312,7 @@ class RecordBlock:
     shape: tuple[int, ...]
     summaries: SummaryColumns
     values: np.ndarray | TileRows | GatheredRows | None
-    pointer_args: list[str | None]
+    pointer_args: Sequence[str | None]
     value_rows: np.ndarray | None = None  # row → index in `values` (-1: not kept); None: all rows
     rows: np.ndarray | None = None  # which rows' programs ran the statement (None: all)
 
@@ -340,7 +349,8 @@ class EventBlock:
 
     Attributes:
         arg: the argument rows with an active lane access.
-        active, lo, hi: per row (see MemoryEvent).
+        active, lo, hi: per row (see MemoryEvent), as int64 arrays: lists of a Python int per
+            program were most of what the collector walked after a launch of thousands of them.
         indices, mask, values, before: per kept row (`kept_rows` maps a row to its index here).
     """
 
@@ -349,9 +359,9 @@ class EventBlock:
     file: str
     line: int
     arg: str | None
-    active: list[int]
-    lo: list[int]
-    hi: list[int]
+    active: np.ndarray | list[int]  # (lists in traces saved before they were arrays)
+    lo: np.ndarray | list[int]
+    hi: np.ndarray | list[int]
     indices: np.ndarray | TileRows | None = None
     mask: np.ndarray | None = None
     values: np.ndarray | GatheredRows | None = None
@@ -366,20 +376,21 @@ class EventBlock:
         if not keep or at < 0 or self.mask is None:
             return False
         if self.lanes:
-            return self.active[row] < self.lanes
+            return bool(self.active[row] < self.lanes)
         return not self.mask[at].all()
 
     def build(self, row: int, keep: bool) -> MemoryEvent:
-        live = self.active[row] > 0
+        active = int(self.active[row])
+        live = active > 0
         event = MemoryEvent(
             self.kind,
             self.seq if isinstance(self.seq, int) else int(self.seq[row]),
             self.file,
             self.line,
             self.arg if live else None,
-            self.active[row],
-            self.lo[row],
-            self.hi[row],
+            active,
+            int(self.lo[row]),
+            int(self.hi[row]),
             lanes=self.lanes,
         )
         at = row if self.kept_rows is None else int(self.kept_rows[row])

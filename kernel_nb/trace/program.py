@@ -105,45 +105,63 @@ class ProgramTable(MutableMapping[Pid, ProgramTrace]):
         # no reference, and the collector does not track it)
         self._entries: dict[Pid, ProgramTrace | int] = dict(programs)
         self._batches: list[BatchPrograms] = []
+        # rows of batches added but not entered yet, in order: (batch index, rows; None: all).
+        # Entered when the table is first read, which a launch does not do: a dict of 4,096
+        # programs and the collector's walk over it took a tenth of vector add 2**22's warm
+        # launch, for a table that a cell's viewer reads once, if at all
+        self._pending: list[tuple[int, np.ndarray | None]] = []
 
     def add_rows(self, batch: BatchPrograms, rows: np.ndarray | None = None) -> None:
         """The programs of `batch`'s `rows` (None: every row), in that order. The table holds the
         batch while it holds a program of it: none, and the batch goes."""
-        index = np.arange(len(batch), dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
-        if not index.size:
+        index = None if rows is None else np.asarray(rows, np.int64)
+        if not (len(batch) if index is None else index.size):
             return
-        codes = (len(self._batches) << 32) + index
-        pids = batch.pids if rows is None else [batch.pids[r] for r in index.tolist()]
         self._batches.append(batch)
-        self._entries.update(zip(pids, codes.tolist()))
+        self._pending.append((len(self._batches) - 1, index))
+
+    @property
+    def _table(self) -> dict[Pid, ProgramTrace | int]:
+        """The entries, with every row added so far entered (see `_pending`)."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for at, index in pending:
+                batch = self._batches[at]
+                if index is None:
+                    pids, index = batch.pids, np.arange(len(batch), dtype=np.int64)
+                else:
+                    pids = [batch.pids[r] for r in index.tolist()]
+                self._entries.update(zip(pids, ((at << 32) + index).tolist()))
+        return self._entries
 
     def ordered(self, key: Callable[[Pid], Any]) -> None:
         """Put the programs in the order of `key` of their ids, making none."""
-        self._entries = dict(sorted(self._entries.items(), key=lambda entry: key(entry[0])))
+        self._entries = dict(sorted(self._table.items(), key=lambda entry: key(entry[0])))
 
     def __getitem__(self, pid: Pid) -> ProgramTrace:
-        entry = self._entries[pid]
+        table = self._table
+        entry = table[pid]
         if isinstance(entry, int):
-            entry = self._entries[pid] = self._batches[entry >> 32][entry & 0xFFFFFFFF]
+            entry = table[pid] = self._batches[entry >> 32][entry & 0xFFFFFFFF]
         return entry
 
     def __setitem__(self, pid: Pid, program: ProgramTrace) -> None:
-        self._entries[pid] = program
+        self._table[pid] = program
 
     def __delitem__(self, pid: Pid) -> None:
-        del self._entries[pid]
+        del self._table[pid]
 
     def __contains__(self, pid: object) -> bool:
-        return pid in self._entries
+        return pid in self._table
 
     def __iter__(self) -> Iterator[Pid]:
-        return iter(self._entries)
+        return iter(self._table)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._table)
 
     def __repr__(self) -> str:
-        return f"ProgramTable({len(self._entries)} programs)"
+        return f"ProgramTable({len(self)} programs)"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # saved (and copied) as the dict of programs a launch held before there were tables: a

@@ -104,3 +104,18 @@ def test_a_table_is_saved_as_the_dict_of_its_programs():
     assert type(loaded) is dict and list(loaded) == list(table)
     assert [p.kept for p in loaded.values()] == [True, False, True]
     np.testing.assert_array_equal(loaded[(2, 0, 0)].records[0].value, batch.records[0].values[2])
+
+
+def test_rows_added_are_entered_when_the_table_is_first_read_in_the_order_they_came():
+    first = BatchPrograms([(i, 0, 0) for i in range(3)], np.ones(3, bool), [_block(3)], [])
+    second = BatchPrograms([(i, 1, 0) for i in range(2)], np.ones(2, bool), [_block(2)], [])
+    table = ProgramTable()
+    table.add_rows(first, np.array([2, 0]))
+    table.add_rows(second)
+    table.add_rows(first, np.array([], np.int64))  # nothing: no entry, no batch held for it
+    assert table._entries == {}  # not entered yet
+    table[(7, 7, 0)] = own = ProgramTrace((7, 7, 0))  # after the rows before it
+    table.add_rows(first, np.array([1]))
+    assert list(table) == [(2, 0, 0), (0, 0, 0), (0, 1, 0), (1, 1, 0), (7, 7, 0), (1, 0, 0)]
+    assert table[(1, 1, 0)] is second[1] and table[(7, 7, 0)] is own and table[(1, 0, 0)] is first[1]
+    assert len(table._batches) == 3

@@ -482,19 +482,17 @@ class BatchGuard(MemoryGuard):
             low, high = np.where(live, access.lo - arg.origin, 0), np.where(live, access.hi - arg.origin, 0)
             if held is not None:
                 counts, low, high = (_spread(a, held, whole) for a in (counts, low, high))
-            lows, highs = low.tolist(), high.tolist()
         else:
-            counts = np.zeros(whole, np.int64)
-            lows = highs = [0] * whole
+            counts = low = high = np.zeros(whole, np.int64)
         block = EventBlock(
             kind,
             seq,
             file,
             line,
             access.arg.name if access is not None else None,
-            counts.tolist(),
-            lows,
-            highs,
+            counts,
+            low,
+            high,
             rows=recorder.active,
             lanes=int(np.prod(addresses.shape[1:])),
         )

@@ -4,12 +4,14 @@ all."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from kernel_nb.engine.addresses import AddressMap
 from kernel_nb.engine.batched.tiles import AFFINE, Affine, AffinePointers
+from kernel_nb.trace import repeated
 
 
 def tile_offsets(
@@ -46,20 +48,20 @@ def pointer_tile(addresses: AddressMap, handle: Any) -> tuple[np.ndarray, np.nda
 
 def row_offsets(
     addresses: AddressMap, rows: np.ndarray, *, ranges: bool
-) -> tuple[np.ndarray, list[str | None]]:
+) -> tuple[np.ndarray, Sequence[str | None]]:
     """Pointer values of each program as element offsets into the argument its first lane points to.
 
     `ranges`: range bookkeeping could serve the launch (`guard.ranges_apply`)."""
     batch = rows.shape[0]
     flat = rows.reshape(batch, -1)
     if flat.shape[1] == 0:
-        return rows.astype(np.int64), [None] * batch
+        return rows.astype(np.int64), repeated(None, batch)
     heads = flat[:, 0]
     low, high = int(heads.min()), int(heads.max())
     one = addresses.buffer_at(low)
     if one is not None and ranges and one.lo <= low and high < one.hi:
         # every program points into one argument (the usual case): no lookup per program
-        return (rows.astype(np.int64) - one.ptr) // one.itemsize, [one.name] * batch
+        return (rows.astype(np.int64) - one.ptr) // one.itemsize, repeated(one.name, batch)
     firsts = [addresses.buffer_at(int(a)) for a in heads]
     bases = np.array([a.ptr if a is not None else 0 for a in firsts], dtype=np.int64)
     sizes = np.array([a.itemsize if a is not None else 1 for a in firsts], dtype=np.int64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from kernel_nb.trace import (
     Statement,
     SummaryColumns,
     TileRows,
+    repeated,
 )
 
 # names hold the statements' values; the temporaries of an expression come on top, about as many
@@ -296,7 +297,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         self._record_rows(stmt, *extracted, form=getattr(getattr(value, "handle", None), INTEGER_FORM, None))
 
     def _record_values(self, stmt: int, data: np.ndarray, dtype: str, shape: tuple[int, ...]) -> None:
-        self._record_rows(stmt, self._rows_of(data, shape), dtype, shape, [None] * self.width)
+        self._record_rows(stmt, self._rows_of(data, shape), dtype, shape, repeated(None, self.width))
 
     def _record_rows(
         self,
@@ -304,7 +305,7 @@ class BatchRecorder(MaskedLoops, Recorder):
         rows: np.ndarray,
         dtype: str,
         shape: tuple[int, ...],
-        pointer_args: list[str | None],
+        pointer_args: Sequence[str | None],
         form: IntegerForm | None = None,
     ) -> None:
         """Record `rows` (with `form`: integer rows that form describes, whose summaries it gives)."""
@@ -547,7 +548,7 @@ class BatchRecorder(MaskedLoops, Recorder):
                 shape,
                 summaries,
                 values,
-                [arg] * batch,
+                repeated(arg, batch),
                 value_rows,
                 self.active,
             )
@@ -556,7 +557,9 @@ class BatchRecorder(MaskedLoops, Recorder):
             none = np.zeros(batch, bool)
             self._batch_nonfinite(stmt, np.zeros((batch, 0)), none, none)
 
-    def _extract_batch(self, value: Any) -> tuple[np.ndarray, str, tuple[int, ...], list[str | None]] | None:
+    def _extract_batch(
+        self, value: Any
+    ) -> tuple[np.ndarray, str, tuple[int, ...], Sequence[str | None]] | None:
         batch = self.width
         if triton_compat.is_tensor(value):
             data = triton_compat.tensor_data(value)
@@ -570,12 +573,12 @@ class BatchRecorder(MaskedLoops, Recorder):
                 return offsets, type_name, shape, args
             if numerics.is_bits_float(type_name):
                 rows = numerics.decode(rows, type_name)
-            return rows, type_name, shape, [None] * batch
+            return rows, type_name, shape, repeated(None, batch)
         single = self._extract(value)
         if single is None:
             return None
         data, dtype, shape, arg = single
-        return np.broadcast_to(data, (batch, *data.shape)), dtype, shape, [arg] * batch
+        return np.broadcast_to(data, (batch, *data.shape)), dtype, shape, repeated(arg, batch)
 
     def _batch_nonfinite(self, stmt: int, rows: np.ndarray, has_nan: np.ndarray, has_inf: np.ndarray) -> None:
         info = self.statement_info[stmt]
@@ -653,11 +656,12 @@ class BatchRecorder(MaskedLoops, Recorder):
             return values
         return self.split_trips
 
-    def _spread_list(self, items: list[Any]) -> list[Any]:
-        """A list per row held, as a list per batch row (None in the rows not held)."""
+    def _spread_list(self, items: Sequence[Any]) -> Sequence[Any]:
+        """A value per row held, as one per batch row (None in the rows not held)."""
         assert self.at is not None
         if items and items.count(items[0]) == len(items):
-            return [items[0]] * len(self.batch)  # the rows not held make no record: any value will do
+            # the rows not held make no record: any value will do
+            return repeated(items[0], len(self.batch))
         full: list[Any] = [None] * len(self.batch)
         for r, item in zip(self.at.tolist(), items):
             full[r] = item
