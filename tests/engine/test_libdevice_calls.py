@@ -104,3 +104,28 @@ def test_triton_is_as_it_was_after_the_session():
     assert helpers.tanh is libdevice.tanh
     artifacts = kernel_nb.gpu.compile_for_target(norm_kernel, (x, x, 8), {"BLOCK": 8}, sass=False)
     assert "__nv_rsqrtf" in artifacts.stages["llir"]
+
+
+def test_a_libdevice_function_replaced_between_launches_is_the_one_the_next_launch_calls(monkeypatch):
+    """The routing made for libdevice's functions is made once, and made again where a module's
+    member is no longer the one it routes (a function replaced, as a test or a patch would)."""
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    out = np.empty_like(x)
+    for _ in range(2):  # the second launch sets what the first one made
+        with kernel_nb.interpret():
+            erf_kernel[(1,)](x, out, BLOCK=64)
+        np.testing.assert_allclose(out, [math.erf(v) + math.exp(v) for v in x], rtol=2e-6)
+    calls = []
+    original = cuda_libdevice.exp
+
+    @tl.core.extern
+    def exp(arg0, _semantic=None):
+        calls.append(1)
+        return original(arg0, _semantic=_semantic)
+
+    monkeypatch.setattr(cuda_libdevice, "exp", exp)
+    with kernel_nb.interpret():
+        erf_kernel[(1,)](x, out, BLOCK=64)
+    assert calls  # the new member, routed
+    np.testing.assert_allclose(out, [math.erf(v) + math.exp(v) for v in x], rtol=2e-6)
+    assert cuda_libdevice.exp is exp and libdevice.exp is not exp  # each module as it was

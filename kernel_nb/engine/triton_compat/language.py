@@ -125,17 +125,45 @@ def libdevice_modules() -> tuple[types.ModuleType, types.ModuleType]:
     return importlib.import_module(LIBDEVICE_STUBS), importlib.import_module(LIBDEVICE_CUDA)
 
 
+# What `_patch_libdevice` sets, (module, name, value before, value set), in order; None: not known
+# yet. Each launch set the same 600 attributes to wrappers made afresh (0.25 ms of every launch):
+# they are made once, and made again only when a module's members are not those they wrap.
+_Plan = list[tuple[types.ModuleType, str, Any, Any]]
+_LIBDEVICE_PLAN: tuple[_Plan, tuple[int, int]] | None = None
+
+
+def _libdevice_plan(stubs: types.ModuleType, cuda: types.ModuleType) -> tuple[_Plan, tuple[int, int]]:
+    """What to set, and the sizes of the modules' namespaces it was made for."""
+    plan: _Plan = []
+    routed: dict[str, Any] = {}
+    for name, member in list(vars(cuda).items()):
+        if tl.core.is_builtin(member):
+            routed[name] = _with_semantic(member)
+            plan.append((cuda, name, member, routed[name]))
+    for name, member in list(vars(stubs).items()):
+        if isinstance(member, types.FunctionType) and member.__module__ == LIBDEVICE_STUBS:
+            made = routed.get(name)
+            if made is None:
+                made = getattr(cuda, name) if hasattr(cuda, name) else _no_cuda_function(name)
+            plan.append((stubs, name, member, made))
+    return plan, (len(vars(stubs)), len(vars(cuda)))
+
+
 def _patch_libdevice(extern: Extern) -> None:
     """Make libdevice calls run: as the compiler does, the stub module's functions become the CUDA
     module's (`core.extern` functions), which are given the interpreter's semantic like the rest of
     the language; their `extern_elementwise` dispatch computes each symbol with `extern`."""
+    global _LIBDEVICE_PLAN
     stubs, cuda = libdevice_modules()
-    for name, member in list(vars(cuda).items()):
-        if tl.core.is_builtin(member):
-            setattr(cuda, name, _with_semantic(member))
-    for name, member in list(vars(stubs).items()):
-        if isinstance(member, types.FunctionType) and member.__module__ == LIBDEVICE_STUBS:
-            setattr(stubs, name, getattr(cuda, name, _no_cuda_function(name)))
+    known = _LIBDEVICE_PLAN
+    if (
+        known is None
+        or known[1] != (len(vars(stubs)), len(vars(cuda)))
+        or not all(vars(module).get(name) is before for module, name, before, _ in known[0])
+    ):
+        known = _LIBDEVICE_PLAN = _libdevice_plan(stubs, cuda)
+    for module, name, _, made in known[0]:
+        setattr(module, name, made)
     dispatch = tl.core.dispatch
 
     def dispatch_here(func: Any, lib_name: Any, lib_path: Any, args: Any, table: Any, *rest: Any) -> Any:
