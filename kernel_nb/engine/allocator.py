@@ -25,8 +25,12 @@ its first launch). Where another core is free, `reused_memory(ahead)` has a thre
 bytes of free heap memory resident (MADV_POPULATE_WRITE, which leaves contents as they are) while
 the launch starts on this core; the launch then takes pages that are there already. The engine
 asks for its working set (`Options.working_set_bytes`: what the values of a batch of programs may
-take), at most 31 MiB; the copies of its arguments are made resident as they are made (see
-`small_pages`), and memory an earlier launch left resident is not asked for again. A launch's
+take), at most 31 MiB, less the free memory among the heap's blocks, which the launch's values
+take first; the copies of its arguments are made resident as they are made (see `small_pages`),
+and memory an earlier launch left resident is not asked for again. (The block asked for lies at
+the heap's top, past the pieces an earlier launch gave back: populated, it stayed unused, 22 MiB of
+flash attention's warm launches, whose peak memory above the inputs went from 88-95 MiB to 70-72,
+its 96 MiB limit being 4 times its arguments and the capture budget.) A launch's
 values do not follow its arguments: matmul 512**3 has 3 MiB of them and faults 17 MiB of values
 in; with 4 times its arguments made resident ahead (12 MiB) its main thread still took 1,340
 faults, with its working set about 250. Its peak resident memory goes from 19 to 33-40 MiB,
@@ -82,7 +86,36 @@ def _glibc() -> Any | None:
     mincore.argtypes, mincore.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p], ctypes.c_int
     libc.malloc.argtypes, libc.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
     libc.free.argtypes, libc.free.restype = [ctypes.c_void_p], None
+    if hasattr(libc, "mallinfo2"):  # glibc 2.33+
+        libc.mallinfo2.argtypes, libc.mallinfo2.restype = [], _MallInfo2
     return libc
+
+
+_MALLINFO2 = (
+    "arena",
+    "ordblks",
+    "smblks",
+    "hblks",
+    "hblkhd",
+    "usmblks",
+    "fsmblks",
+    "uordblks",
+    "fordblks",
+    "keepcost",
+)
+
+
+class _MallInfo2(ctypes.Structure):  # malloc.h
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2]
+
+
+def _free_heap_bytes(libc: Any) -> int:
+    """Bytes of free heap memory below its top (none known: 0): memory an earlier launch gave
+    back, resident still, which the next launch's values take before they grow the heap."""
+    if not hasattr(libc, "mallinfo2"):
+        return 0
+    info = libc.mallinfo2()
+    return max(0, int(info.fordblks) - int(info.keepcost))
 
 
 _LIBC = _glibc()
@@ -144,9 +177,14 @@ def _resident(libc: Any, start: int, end: int) -> bool:
 def _populate_ahead(libc: Any, size: int) -> threading.Thread | None:
     """Make `size` bytes of free heap memory resident on another core, for the launch about to
     run on this one to take (the thread doing it; None: none needed, or no core to spare)."""
-    if size < _POPULATE_FROM or not _CAN_POPULATE or _CORES < 2:
+    if not _CAN_POPULATE or _CORES < 2:
         return None
-    size = min(size, MMAP_THRESHOLD - _POPULATE_FROM)  # (a block past the threshold is mapped apart)
+    # the launch's values take the free memory among the heap's blocks first: only what they
+    # need beyond it is made resident (a block asked for now would lie past it, at the heap's
+    # top, and stay unused: 22 of flash attention's 31 MiB in its warm launches)
+    size = min(size, MMAP_THRESHOLD - _POPULATE_FROM) - _free_heap_bytes(libc)
+    if size < _POPULATE_FROM:  # (a block past the threshold is mapped apart)
+        return None
     block = libc.malloc(size)
     if not block:
         return None

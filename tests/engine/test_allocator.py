@@ -244,6 +244,50 @@ def test_memory_made_resident_ahead_is_what_the_launch_takes():
     assert started and faults < pages // 8
 
 
+# memory an earlier launch's values gave back among the heap's blocks, in pieces smaller than the
+# block asked for (blocks still held between them, as a launch's kept values are): the next
+# launch takes it first, so none is made resident ahead (the block asked for lies at the heap's
+# top, past every piece, and was made resident and left unused)
+FREED_BEFORE = """
+import sys
+import numpy as np
+from kernel_nb.engine import allocator
+
+libc = allocator._LIBC
+ahead = int(sys.argv[1])
+free = lambda: libc.mallinfo2().fordblks - libc.mallinfo2().keepcost  # below the heap's top
+with allocator.reused_memory():
+    values, held = [], []
+    for _ in range(40):
+        values.append(np.ones((1 << 20) // 8))
+        held.append(np.ones((1 << 20) // 8))
+    before = free()
+    del values
+    freed = free() - before
+    print(freed >> 20, allocator._populate_ahead(libc, ahead) is not None)
+"""
+
+
+@pytest.mark.skipif(
+    allocator._LIBC is None or allocator._CORES < 2 or not hasattr(allocator._LIBC, "mallinfo2"),
+    reason="glibc 2.33's heap, and a core to spare",
+)
+def test_memory_freed_among_the_heap_s_blocks_is_not_asked_for_again():
+    def run(ahead: int) -> tuple[int, bool]:
+        done = subprocess.run(
+            [sys.executable, "-c", FREED_BEFORE, str(ahead)], capture_output=True, text=True, check=True
+        )
+        freed, started = done.stdout.split()
+        return int(freed), started == "True"
+
+    freed, started = run(24 << 20)  # less than the 40 MiB freed: nothing to make resident
+    assert freed >= 39 and not started
+    if not allocator._CAN_POPULATE:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    # (the working set at most 31 MiB is asked for, less what is free: nothing either)
+    assert not run(64 << 20)[1]
+
+
 # a first launch whose arguments are small and whose values are not: 16 programs, each making
 # 128x128 fp32 tiles from 512 bytes of input (about 1 MiB a statement for the batch, a dozen
 # statements), with the thread that makes memory resident ahead waited for (no race with it)
