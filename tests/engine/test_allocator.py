@@ -1,5 +1,6 @@
 """A launch's temporaries reuse freed heap memory (kernel_nb.engine.allocator)."""
 
+import functools
 import mmap
 import subprocess
 import sys
@@ -206,6 +207,16 @@ def test_a_block_whose_pages_are_resident_is_not_populated_again(monkeypatch):
     assert allocator._resident(libc, start, start + (60 << 20))
 
 
+def _count_and_started(script: str, ahead: int) -> tuple[int, bool]:
+    """Run `script` in a fresh process asking for `ahead` bytes made resident ahead: the count it
+    prints, and whether a thread was started to make them resident."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(ahead)], capture_output=True, text=True, check=True
+    )
+    count, started = done.stdout.split()
+    return int(count), started == "True"
+
+
 # a first launch's values, 16 MiB of arrays made while the launch runs, in a fresh process
 AHEAD = """
 import resource, sys
@@ -228,13 +239,7 @@ with allocator.reused_memory():
     allocator._LIBC is None or allocator._CORES < 2, reason="glibc's heap, and a core to spare"
 )
 def test_memory_made_resident_ahead_is_what_the_launch_takes():
-    def main_thread_faults(ahead: int) -> tuple[int, bool]:
-        done = subprocess.run(
-            [sys.executable, "-c", AHEAD, str(ahead)], capture_output=True, text=True, check=True
-        )
-        faults, started = done.stdout.split()
-        return int(faults), started == "True"
-
+    main_thread_faults = functools.partial(_count_and_started, AHEAD)
     pages = (16 << 20) // 4096
     faults, started = main_thread_faults(0)
     assert not started and faults > pages * 3 // 4
@@ -273,13 +278,7 @@ with allocator.reused_memory():
     reason="glibc 2.33's heap, and a core to spare",
 )
 def test_memory_freed_among_the_heap_s_blocks_is_not_asked_for_again():
-    def run(ahead: int) -> tuple[int, bool]:
-        done = subprocess.run(
-            [sys.executable, "-c", FREED_BEFORE, str(ahead)], capture_output=True, text=True, check=True
-        )
-        freed, started = done.stdout.split()
-        return int(freed), started == "True"
-
+    run = functools.partial(_count_and_started, FREED_BEFORE)
     freed, started = run(24 << 20)  # less than the 40 MiB freed: nothing to make resident
     assert freed >= 39 and not started
     if not allocator._CAN_POPULATE:
